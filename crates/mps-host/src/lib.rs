@@ -1,0 +1,1 @@
+//! Live, read-only, bounded observation of a host's CUDA MPS state.

@@ -1,0 +1,290 @@
+//! The host-facts snapshot: raw observations only. Interpretation lives in the validator,
+//! so a recorded snapshot exercises the same parsers as a live probe.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The snapshot schema this crate reads and writes. A snapshot of another schema is refused.
+pub const SCHEMA: &str = "mps-preflight/host-facts/v1";
+
+/// Where CUDA looks for the control pipe when `CUDA_MPS_PIPE_DIRECTORY` is unset or empty.
+pub const DEFAULT_PIPE_DIRECTORY: &str = "/tmp/nvidia-mps";
+
+/// The `nvidia-smi` arguments of the host GPU query (`gpu_uuid::TABLE_COLUMNS` in this order).
+pub const GPU_QUERY_PROGRAM: &str = "nvidia-smi";
+
+/// The control daemon's front-end, run with no arguments and commands on standard input.
+pub const DAEMON_QUERY_PROGRAM: &str = "nvidia-cuda-mps-control";
+
+/// A raw OS string kept losslessly: JSON text when it is UTF-8, else its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OsText {
+    /// Valid UTF-8.
+    Text(String),
+    /// Anything else, byte for byte.
+    Bytes {
+        /// The raw bytes.
+        non_utf8_bytes: Vec<u8>,
+    },
+}
+
+impl OsText {
+    /// Keeps `bytes` as text when they are UTF-8, as bytes otherwise.
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        match String::from_utf8(bytes) {
+            Ok(text) => Self::Text(text),
+            Err(err) => Self::Bytes { non_utf8_bytes: err.into_bytes() },
+        }
+    }
+
+    /// The raw bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Text(text) => text.as_bytes(),
+            Self::Bytes { non_utf8_bytes } => non_utf8_bytes,
+        }
+    }
+
+    /// The text, when it is UTF-8.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::Text(text) => Some(text),
+            Self::Bytes { .. } => None,
+        }
+    }
+
+    /// A readable rendering for messages (invalid bytes become U+FFFD).
+    pub fn to_string_lossy(&self) -> String {
+        String::from_utf8_lossy(self.as_bytes()).into_owned()
+    }
+}
+
+impl From<&str> for OsText {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+}
+
+/// One host snapshot: what a probe saw, uninterpreted. `None` means "not observed".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The operating system, as Rust names it (`linux`, `macos`, `windows`, …).
+    pub os: String,
+    /// The CUDA-related environment variables, raw.
+    pub env: EnvFacts,
+    /// The host GPU table query (`nvidia-smi --query-gpu=… --format=csv,noheader`).
+    pub gpu_query: Option<QueryRecord>,
+    /// What the filesystem says about `<pipe directory>/control`.
+    pub control_pipe: Option<PipeFacts>,
+    /// The read-only query sent to the control daemon.
+    pub daemon_query: Option<QueryRecord>,
+    /// `<pipe directory>/nvidia-cuda-mps-control.pid` (written by 550+ drivers).
+    pub pid_file: Option<PidFileFacts>,
+    /// The learner's GPU UUID as its own CUDA runtime reported it, when the caller gave one.
+    pub learner_uuid: Option<String>,
+}
+
+impl HostFacts {
+    /// An empty snapshot of this schema: nothing observed.
+    pub fn unobserved(os: &str, env: EnvFacts) -> Self {
+        Self {
+            schema: SCHEMA.to_owned(),
+            os: os.to_owned(),
+            env,
+            gpu_query: None,
+            control_pipe: None,
+            daemon_query: None,
+            pid_file: None,
+            learner_uuid: None,
+        }
+    }
+}
+
+/// The raw environment. `None` = unset, which CUDA treats differently from empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvFacts {
+    /// `CUDA_VISIBLE_DEVICES`.
+    pub cuda_visible_devices: Option<OsText>,
+    /// `CUDA_DEVICE_ORDER`.
+    pub cuda_device_order: Option<OsText>,
+    /// `CUDA_MPS_PIPE_DIRECTORY`.
+    pub cuda_mps_pipe_directory: Option<OsText>,
+    /// `CUDA_MPS_LOG_DIRECTORY`.
+    pub cuda_mps_log_directory: Option<OsText>,
+}
+
+impl EnvFacts {
+    /// The pipe directory CUDA would use: a non-empty `CUDA_MPS_PIPE_DIRECTORY`, else
+    /// [`DEFAULT_PIPE_DIRECTORY`]. Both the probe and the validator call this, so they agree.
+    pub fn effective_pipe_directory(&self) -> OsText {
+        match &self.cuda_mps_pipe_directory {
+            Some(dir) if !dir.as_bytes().is_empty() => dir.clone(),
+            _ => OsText::from(DEFAULT_PIPE_DIRECTORY),
+        }
+    }
+}
+
+/// One bounded subprocess run, as data: what was asked and what came back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryRecord {
+    /// The program name or path as spawned.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// What was written to its standard input (then closed).
+    pub stdin: String,
+    /// Environment variables set explicitly for the child (the rest is inherited).
+    pub env: BTreeMap<String, OsText>,
+    /// The deadline, in milliseconds.
+    pub timeout_ms: u64,
+    /// How long the run took, in milliseconds.
+    pub elapsed_ms: u64,
+    /// How it ended.
+    pub outcome: QueryOutcome,
+}
+
+/// How a subprocess run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum QueryOutcome {
+    /// The process could not be started (not on PATH, not executable, …).
+    SpawnFailed {
+        /// The OS error text.
+        error: String,
+    },
+    /// The deadline passed; the process (group) was killed.
+    TimedOut {
+        /// What it printed before it was killed.
+        stdout: CapturedText,
+        /// What it printed on stderr before it was killed.
+        stderr: CapturedText,
+    },
+    /// The process ended by itself.
+    Exited {
+        /// The exit code, when it exited normally.
+        code: Option<i32>,
+        /// The signal that ended it, otherwise.
+        signal: Option<i32>,
+        /// Its standard output.
+        stdout: CapturedText,
+        /// Its standard error.
+        stderr: CapturedText,
+    },
+}
+
+/// Captured output, read with a cap.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapturedText {
+    /// The text (invalid UTF-8 replaced by U+FFFD; see `non_utf8`).
+    pub text: String,
+    /// True when the output was longer than the cap and the rest was discarded.
+    pub truncated: bool,
+    /// True when the raw bytes were not valid UTF-8.
+    pub non_utf8: bool,
+}
+
+impl CapturedText {
+    /// Captures `bytes`, recording whether they were valid UTF-8.
+    pub fn from_bytes(bytes: &[u8], truncated: bool) -> Self {
+        let text = String::from_utf8_lossy(bytes);
+        let non_utf8 = matches!(text, std::borrow::Cow::Owned(_));
+        Self { text: text.into_owned(), truncated, non_utf8 }
+    }
+}
+
+/// What the filesystem says about the control pipe path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipeFacts {
+    /// The pipe directory the probe looked in.
+    pub directory: OsText,
+    /// `<directory>/control`.
+    pub path: OsText,
+    /// The length of `path` in bytes (AF_UNIX allows at most 107).
+    pub path_len: usize,
+    /// `lstat(path)`: the entry itself.
+    pub lstat: FileFacts,
+    /// `stat(path)`: what a symlink points at.
+    pub stat: FileFacts,
+    /// Whether the probing user can use it.
+    pub access: AccessFacts,
+}
+
+/// The kind of a filesystem entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// A Unix domain socket.
+    Socket,
+    /// A named pipe.
+    Fifo,
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link (only `lstat` reports this).
+    Symlink,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// Nothing there (ENOENT).
+    Missing,
+    /// The call failed for another reason; see `error`.
+    Unknown,
+}
+
+/// One `stat`/`lstat` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileFacts {
+    /// The entry's kind.
+    pub kind: FileKind,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub mode: Option<u32>,
+    /// Owner UID.
+    pub uid: Option<u32>,
+    /// Owner GID.
+    pub gid: Option<u32>,
+    /// The OS error, when the call failed.
+    pub error: Option<String>,
+}
+
+/// Access checks made as the probing user (effective IDs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessFacts {
+    /// The probing user's effective UID.
+    pub uid: Option<u32>,
+    /// Whether every directory from `/` to the pipe directory can be searched.
+    pub directory_traversable: Option<bool>,
+    /// Whether the control pipe can be read and written (`access(R_OK|W_OK)`).
+    pub read_write: Option<bool>,
+    /// The OS error of the access check, when it failed for a reason other than denial.
+    pub error: Option<String>,
+}
+
+/// The control daemon's pid file, read with a small cap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PidFileFacts {
+    /// `<pipe directory>/nvidia-cuda-mps-control.pid`.
+    pub path: OsText,
+    /// What the file held (at most a few dozen bytes), when it could be read.
+    pub contents: Option<CapturedText>,
+    /// The OS error, when it could not be read (ENOENT on 470/535 drivers).
+    pub error: Option<String>,
+    /// Whether the PID in `contents` names a live process (`None`: not a PID or not checked).
+    pub pid_alive: Option<bool>,
+    /// That process's name from `/proc/<pid>/comm`, when readable.
+    pub process_name: Option<String>,
+}
+
+/// Reads a PID the way the control daemon writes it: decimal, surrounding whitespace allowed.
+pub fn parse_pid(text: &str) -> Option<i64> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() || !trimmed.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    trimmed.parse::<i64>().ok().filter(|pid| *pid > 0)
+}

@@ -1,0 +1,39 @@
+use serde::{Deserialize, Serialize};
+
+/// The backend supported when a caller configures none.
+pub const DEFAULT_SUPPORTED_BACKEND: &str = "mjwarp";
+
+/// What a launcher asks for, exactly as configured (nothing normalised yet).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// The requested sharing mode as given: `None` for null, otherwise the raw string
+    /// (`"mps"` in any case and surrounding whitespace is the only explicit mode).
+    pub mode: Option<String>,
+    /// The learner's device string, e.g. `cuda:0`.
+    pub learner_device: String,
+    /// The collector's device string, when the backend binds one.
+    pub collector_device: Option<String>,
+    /// The simulation backend the run uses.
+    pub backend: String,
+    /// This rank (signed, so a negative value is a rejection rather than a parse error).
+    pub rank: i64,
+    /// The number of ranks.
+    pub world_size: i64,
+    /// Backends that support process sharing (default: `mjwarp`).
+    pub supported_backends: Vec<String>,
+}
+
+impl Request {
+    /// A request with rank 0 of 1 and the default supported backend.
+    pub fn new(mode: Option<&str>, learner_device: &str, collector_device: Option<&str>, backend: &str) -> Self {
+        Self {
+            mode: mode.map(str::to_owned),
+            learner_device: learner_device.to_owned(),
+            collector_device: collector_device.map(str::to_owned),
+            backend: backend.to_owned(),
+            rank: 0,
+            world_size: 1,
+            supported_backends: vec![DEFAULT_SUPPORTED_BACKEND.to_owned()],
+        }
+    }
+}

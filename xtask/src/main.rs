@@ -1,4 +1,80 @@
-//! Project chores. `cargo xtask ci` runs every check CI runs; `cargo xtask layers` checks the
-//! crate layering of ARCHITECTURE.md against `cargo metadata`.
+//! Project chores.
+//!
+//! - `cargo xtask ci` runs every check CI runs, in order, and stops at the first failure.
+//! - `cargo xtask layers` checks the crate layering of ARCHITECTURE.md against `cargo metadata`.
+//! - `cargo xtask deny` runs cargo-deny's offline checks, installing it when missing.
 
-fn main() {}
+mod layers;
+
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("layers") => layers::check(),
+        Some("deny") => deny(),
+        _ => Err(USAGE.to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <ci|layers|deny>
+  ci      fmt --check, clippy -D warnings, tests, docs (warnings denied), layers, deny
+  layers  check that every crate depends only on the layers below it (ARCHITECTURE.md)
+  deny    cargo deny check bans licenses sources (installs cargo-deny when missing)";
+
+fn ci() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"], &[])?;
+    cargo(
+        &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"],
+        &[],
+    )?;
+    cargo(&["test", "--workspace", "--locked"], &[])?;
+    cargo(
+        &["doc", "--workspace", "--no-deps", "--locked"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    layers::check()?;
+    deny()
+}
+
+/// Advisories are not checked: the advisory database cannot be fetched from this network
+/// (see deny.toml). Bans (including the layering wrappers), licenses and sources are.
+fn deny() -> Result<(), String> {
+    if !cargo_has("deny") {
+        cargo(&["install", "--locked", "cargo-deny"], &[])?;
+    }
+    cargo(&["deny", "check", "bans", "licenses", "sources"], &[])
+}
+
+fn cargo_has(subcommand: &str) -> bool {
+    Command::new(cargo_program())
+        .args([subcommand, "--version"])
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo_program())
+        .args(args)
+        .envs(env.iter().copied())
+        .status()
+        .map_err(|err| format!("cannot run cargo: {err}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn cargo_program() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}

@@ -1,0 +1,138 @@
+//! `cargo xtask layers`: the Architecture Invariants of ARCHITECTURE.md, checked against
+//! `cargo metadata`. Each workspace crate may name only the internal crates below it, in
+//! any dependency kind (a dev-dependency on a higher layer is still a cycle in the design),
+//! and the pure crates may use only the external crates listed here.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Internal crates each crate may depend on. A crate not listed here may not exist.
+const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
+    ("gpu-uuid", &[]),
+    ("sharing-policy", &["gpu-uuid"]),
+    ("mps-host", &["sharing-policy", "gpu-uuid"]),
+    ("sharing-manifest", &["sharing-policy", "gpu-uuid"]),
+    (
+        "mps-preflight",
+        &["gpu-uuid", "sharing-policy", "mps-host", "sharing-manifest"],
+    ),
+    ("xtask", &[]),
+];
+
+/// External crates the pure crates may use at run time (dev-dependencies are not limited):
+/// nothing that reads the environment, files, processes or the clock.
+const PURE_EXTERNAL: &[(&str, &[&str])] = &[
+    ("gpu-uuid", &["thiserror", "serde"]),
+    ("sharing-policy", &["thiserror", "serde"]),
+];
+
+pub(crate) fn check() -> Result<(), String> {
+    let metadata = cargo_metadata()?;
+    let violations = violations(&metadata);
+    if violations.is_empty() {
+        eprintln!("xtask: layers ok");
+        return Ok(());
+    }
+    for violation in &violations {
+        eprintln!("layer violation: {violation}");
+    }
+    Err(format!(
+        "{} layer violation(s); see ARCHITECTURE.md for the allowed edges",
+        violations.len()
+    ))
+}
+
+fn cargo_metadata() -> Result<Value, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .output()
+        .map_err(|err| format!("cannot run cargo metadata: {err}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|err| format!("cargo metadata: {err}"))
+}
+
+/// Every forbidden edge in `metadata` (the JSON of `cargo metadata --no-deps`).
+fn violations(metadata: &Value) -> Vec<String> {
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let internal: Vec<&str> = ALLOWED_INTERNAL.iter().map(|(name, _)| *name).collect();
+    let mut found = Vec::new();
+    for package in &packages {
+        let name = package["name"].as_str().unwrap_or_default();
+        let Some(allowed) = lookup(ALLOWED_INTERNAL, name) else {
+            found.push(format!("`{name}` is not a known layer; add it to ARCHITECTURE.md and xtask/src/layers.rs"));
+            continue;
+        };
+        let pure = lookup(PURE_EXTERNAL, name);
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            let dep = dependency["name"].as_str().unwrap_or_default();
+            let kind = dependency["kind"].as_str().unwrap_or("normal");
+            if internal.contains(&dep) && !allowed.contains(&dep) {
+                found.push(format!("`{name}` depends on `{dep}` ({kind}), which is not below it"));
+            }
+            if let Some(pure) = pure
+                && kind != "dev"
+                && !internal.contains(&dep)
+                && !pure.contains(&dep)
+            {
+                found.push(format!("pure crate `{name}` depends on `{dep}`; only {pure:?} are allowed"));
+            }
+        }
+    }
+    found
+}
+
+fn lookup<'a>(table: &'a [(&str, &'a [&'a str])], name: &str) -> Option<&'a [&'a str]> {
+    table.iter().find(|(crate_name, _)| *crate_name == name).map(|(_, deps)| *deps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn package(name: &str, deps: &[(&str, &str)]) -> Value {
+        let deps: Vec<Value> = deps.iter().map(|(dep, kind)| json!({"name": dep, "kind": kind})).collect();
+        json!({"name": name, "dependencies": deps})
+    }
+
+    #[test]
+    fn the_designed_graph_passes() {
+        let metadata = json!({"packages": [
+            package("gpu-uuid", &[("thiserror", "normal"), ("proptest", "dev")]),
+            package("sharing-policy", &[("gpu-uuid", "normal"), ("serde", "normal")]),
+            package("mps-host", &[("sharing-policy", "normal"), ("rustix", "normal")]),
+            package("mps-preflight", &[("mps-host", "normal"), ("sharing-manifest", "normal")]),
+        ]});
+        assert_eq!(violations(&metadata), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_upward_edge_fails_in_any_dependency_kind() {
+        for kind in ["normal", "dev", "build"] {
+            let metadata = json!({"packages": [package("sharing-policy", &[("mps-host", kind)])]});
+            assert_eq!(
+                violations(&metadata),
+                vec![format!("`sharing-policy` depends on `mps-host` ({kind}), which is not below it")]
+            );
+        }
+    }
+
+    #[test]
+    fn a_pure_crate_cannot_take_an_io_dependency() {
+        let metadata = json!({"packages": [package("gpu-uuid", &[("rustix", "normal")])]});
+        assert_eq!(violations(&metadata).len(), 1);
+    }
+
+    #[test]
+    fn an_unknown_crate_is_reported() {
+        let metadata = json!({"packages": [package("mystery", &[])]});
+        assert_eq!(violations(&metadata).len(), 1);
+    }
+}

@@ -139,6 +139,11 @@ pub struct QueryRecord {
     pub stdin: String,
     /// Environment variables set explicitly for the child (the rest is inherited).
     pub env: BTreeMap<String, OsText>,
+    /// Environment variables removed from the child's environment (for the daemon query:
+    /// `CUDA_MPS_PROTOCOL_VERSION`, so the front-end speaks the stdin protocol). Absent in JSON
+    /// when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_removed: Vec<String>,
     /// The deadline, in milliseconds.
     pub timeout_ms: u64,
     /// How long the run took, in milliseconds.

@@ -1,0 +1,132 @@
+//! The orchestration: which queries are run and which files are looked at, and how the results
+//! are assembled into one [`HostFacts`] snapshot.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::time::Duration;
+
+use sharing_policy::{
+    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_PROGRAM, HostFacts, OsText,
+    ReadOnlyCommand, probe_stdin,
+};
+
+use crate::fs::{observe_control_pipe, observe_pid_file};
+use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
+
+/// The `nvidia-smi` arguments of the host GPU table query (the columns `gpu-uuid` parses).
+// TODO: use `gpu_uuid::TABLE_QUERY_ARGS` once gpu-uuid exports it.
+pub const GPU_QUERY_ARGS: [&str; 2] = [
+    "--query-gpu=index,uuid,name,pci.bus_id",
+    "--format=csv,noheader",
+];
+
+/// The variable that names the pipe directory; set explicitly in the daemon query's environment.
+pub const PIPE_DIRECTORY_VAR: &str = "CUDA_MPS_PIPE_DIRECTORY";
+
+/// Removed from the daemon query's environment: it would switch the front-end to the MPS v3
+/// argv protocol, in which the stdin commands mean nothing.
+pub const PROTOCOL_VERSION_VAR: &str = "CUDA_MPS_PROTOCOL_VERSION";
+
+/// What to observe, and how patiently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeOptions {
+    /// The deadline of each subprocess (default 5 s). The two queries run concurrently, so a
+    /// capture takes about one deadline at worst.
+    pub timeout: Duration,
+    /// The learner's GPU UUID as its own CUDA runtime reported it, copied into the snapshot.
+    pub learner_uuid: Option<String>,
+    /// Whether the caller's request involves CUDA devices at all. `false` (a null request with a
+    /// `cpu` learner and no collector) observes nothing: no file is looked at, no process runs;
+    /// only the environment is recorded.
+    pub observe_cuda: bool,
+    /// Where [`capture`] looks for `nvidia-smi` and `nvidia-cuda-mps-control`, in `PATH` syntax.
+    /// `None`: the inherited `PATH`.
+    pub search_path: Option<OsString>,
+    /// The cap on each of a query's standard output and standard error (default 1 MiB).
+    pub output_cap: usize,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_TIMEOUT,
+            learner_uuid: None,
+            observe_cuda: true,
+            search_path: None,
+            output_cap: DEFAULT_OUTPUT_CAP,
+        }
+    }
+}
+
+/// Observes this host: reads the environment, then [`capture_with`] a [`ProcessRunner`] built
+/// from `options`. Never fails; whatever could not be observed is recorded as such.
+pub fn capture(options: &ProbeOptions) -> HostFacts {
+    let runner = ProcessRunner {
+        stdout_cap: options.output_cap,
+        stderr_cap: options.output_cap,
+        search_path: options.search_path.clone(),
+    };
+    capture_with(read_env(), &runner, options)
+}
+
+/// Observes the host as `env` describes it, running queries through `runner`: the GPU table
+/// query and the daemon query concurrently, the control pipe and the pid file meanwhile.
+pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) -> HostFacts {
+    let mut facts = HostFacts::unobserved(std::env::consts::OS, env);
+    facts.learner_uuid.clone_from(&options.learner_uuid);
+    if !options.observe_cuda {
+        return facts;
+    }
+    let directory = facts.env.effective_pipe_directory();
+    let gpu = gpu_query(options.timeout);
+    let daemon = daemon_query(&directory, &DAEMON_PROBE, options.timeout);
+    std::thread::scope(|scope| {
+        let gpu = scope.spawn(|| runner.run(&gpu));
+        let daemon = scope.spawn(|| runner.run(&daemon));
+        facts.control_pipe = Some(observe_control_pipe(&directory));
+        facts.pid_file = Some(observe_pid_file(&directory));
+        // A runner that panicked recorded nothing: that query stays unobserved.
+        facts.gpu_query = gpu.join().ok();
+        facts.daemon_query = daemon.join().ok();
+    });
+    facts
+}
+
+/// The host GPU table query: `nvidia-smi --query-gpu=… --format=csv,noheader`, empty stdin.
+pub fn gpu_query(timeout: Duration) -> Query {
+    Query {
+        program: GPU_QUERY_PROGRAM.to_owned(),
+        args: GPU_QUERY_ARGS.iter().map(|arg| (*arg).to_owned()).collect(),
+        stdin: String::new(),
+        env: BTreeMap::new(),
+        env_removed: Vec::new(),
+        timeout,
+    }
+}
+
+/// The daemon query: `nvidia-cuda-mps-control` with no arguments, `commands` on standard input
+/// (then closed), `CUDA_MPS_PIPE_DIRECTORY` set to `directory`, `CUDA_MPS_PROTOCOL_VERSION`
+/// removed. Only [`ReadOnlyCommand`]s can be expressed.
+pub fn daemon_query(directory: &OsText, commands: &[ReadOnlyCommand], timeout: Duration) -> Query {
+    Query {
+        program: DAEMON_QUERY_PROGRAM.to_owned(),
+        args: Vec::new(),
+        stdin: probe_stdin(commands),
+        env: BTreeMap::from([(PIPE_DIRECTORY_VAR.to_owned(), directory.clone())]),
+        env_removed: vec![PROTOCOL_VERSION_VAR.to_owned()],
+        timeout,
+    }
+}
+
+/// Reads the CUDA variables of this process's environment, byte for byte (`var_os`).
+pub fn read_env() -> EnvFacts {
+    let read =
+        |name: &str| std::env::var_os(name).map(|value| OsText::from_bytes(value.into_vec()));
+    EnvFacts {
+        cuda_visible_devices: read("CUDA_VISIBLE_DEVICES"),
+        cuda_device_order: read("CUDA_DEVICE_ORDER"),
+        cuda_mps_pipe_directory: read(PIPE_DIRECTORY_VAR),
+        cuda_mps_log_directory: read("CUDA_MPS_LOG_DIRECTORY"),
+    }
+}

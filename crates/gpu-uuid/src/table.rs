@@ -1,0 +1,322 @@
+//! The host GPU table from `nvidia-smi --query-gpu=index,uuid,name,pci.bus_id`.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::uuid::GpuUuid;
+
+/// The columns of the host GPU query, in order.
+pub const TABLE_COLUMNS: [&str; 4] = ["index", "uuid", "name", "pci.bus_id"];
+
+/// The `nvidia-smi` arguments whose standard output [`GpuTable::parse`] reads.
+pub const TABLE_QUERY_ARGS: [&str; 2] = [
+    "--query-gpu=index,uuid,name,pci.bus_id",
+    "--format=csv,noheader",
+];
+
+/// One physical GPU as NVML / `nvidia-smi` lists it. NVML ignores `CUDA_VISIBLE_DEVICES`, so
+/// `index` is the host (PCI-order) index, which is CUDA's index only under
+/// `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on a host whose GPUs are all alike.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct GpuRow {
+    /// The NVML index ("can change at each boot").
+    pub index: u32,
+    /// The GPU's UUID.
+    pub uuid: GpuUuid,
+    /// The product name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// The PCI bus id, `domain:bus:device.function` in hex, e.g. `00000000:17:00.0`.
+    pub pci_bus_id: String,
+}
+
+/// Why `nvidia-smi` output is not a usable GPU table. A table is all or nothing: never partial.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TableError {
+    /// No row at all.
+    #[error(
+        "the GPU table is unavailable: `nvidia-smi {}` printed no GPU rows; if nvidia-smi says \"No devices were found\", no GPU is bound to the driver — check `nvidia-smi -L`",
+        TABLE_QUERY_ARGS.join(" ")
+    )]
+    NoRows,
+    /// A row that does not parse.
+    #[error(
+        "the GPU table is unavailable: line {line} ({text:?}) {problem}; run `nvidia-smi {}` and check its output",
+        TABLE_QUERY_ARGS.join(" ")
+    )]
+    Malformed {
+        /// The line number in the output, from 1.
+        line: usize,
+        /// The line.
+        text: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Two rows with the same index.
+    #[error(
+        "the GPU table is unavailable: lines {first_line} and {line} both have index {index}; the output is not one consistent `nvidia-smi` listing, so run the query again"
+    )]
+    DuplicateIndex {
+        /// The repeated index.
+        index: u32,
+        /// Where it first appears, from 1.
+        first_line: usize,
+        /// Where it appears again, from 1.
+        line: usize,
+    },
+    /// Two rows with the same UUID.
+    #[error(
+        "the GPU table is unavailable: lines {first_line} and {line} both have UUID {uuid}; the output is not one consistent `nvidia-smi` listing, so run the query again"
+    )]
+    DuplicateUuid {
+        /// The repeated UUID.
+        uuid: GpuUuid,
+        /// Where it first appears, from 1.
+        first_line: usize,
+        /// Where it appears again, from 1.
+        line: usize,
+    },
+    /// Indices that are not exactly 0..n-1.
+    #[error(
+        "the GPU table is unavailable: {gpus} GPUs are listed but index {missing} is missing, so host indices cannot be mapped to CUDA indices; check `nvidia-smi -L` for a GPU in an error state"
+    )]
+    IndexGap {
+        /// How many rows there are.
+        gpus: usize,
+        /// The smallest index below `gpus` that no row has.
+        missing: u32,
+    },
+}
+
+/// The host's physical GPUs, ordered by index, as `nvidia-smi` / NVML enumerate them. Always
+/// complete: at least one row, indices exactly `0..len`, no repeated index or UUID.
+///
+/// ```
+/// use gpu_uuid::GpuTable;
+/// let stdout = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:17:00.0\n\
+///               1, GPU-8932aaaa-1111-2222-3333-444455556666, NVIDIA H100 80GB HBM3, 00000000:65:00.0\n";
+/// let table = GpuTable::parse(stdout)?;
+/// assert_eq!(table.len(), 2);
+/// assert_eq!(table.rows()[1].pci_bus_id, "00000000:65:00.0");
+/// assert!(table.is_homogeneous());
+/// # Ok::<(), gpu_uuid::TableError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "Vec<GpuRow>", into = "Vec<GpuRow>")]
+pub struct GpuTable {
+    rows: Vec<GpuRow>,
+}
+
+impl GpuTable {
+    /// Parses the standard output of `nvidia-smi` run with [`TABLE_QUERY_ARGS`].
+    ///
+    /// Fields are split on `,` and trimmed. A GPU name may itself contain a comma, so the
+    /// first two fields are the index and UUID, the last is the PCI bus id, and everything in
+    /// between is the name. Blank lines are skipped.
+    ///
+    /// # Errors
+    /// [`TableError`] for output without rows, any malformed row (a header line, missing
+    /// columns, a bad index, UUID or bus id), a repeated index or UUID, or indices that are
+    /// not `0..n`. One bad row makes the whole table unavailable.
+    pub fn parse(stdout: &str) -> Result<Self, TableError> {
+        let mut rows: Vec<(usize, GpuRow)> = Vec::new();
+        for (number, text) in stdout.lines().enumerate() {
+            if text.trim().is_empty() {
+                continue;
+            }
+            let line = number + 1;
+            let row = parse_row(text).map_err(|problem| TableError::Malformed {
+                line,
+                text: text.to_owned(),
+                problem,
+            })?;
+            rows.push((line, row));
+        }
+        Self::check(rows)
+    }
+
+    /// Builds a table from rows, with the same checks as [`Self::parse`] (line numbers count
+    /// rows from 1).
+    ///
+    /// # Errors
+    /// As [`Self::parse`].
+    pub fn from_rows(rows: Vec<GpuRow>) -> Result<Self, TableError> {
+        Self::check(
+            rows.into_iter()
+                .enumerate()
+                .map(|(i, row)| (i + 1, row))
+                .collect(),
+        )
+    }
+
+    fn check(mut rows: Vec<(usize, GpuRow)>) -> Result<Self, TableError> {
+        if rows.is_empty() {
+            return Err(TableError::NoRows);
+        }
+        for (i, (line, row)) in rows.iter().enumerate() {
+            for (first_line, earlier) in rows.iter().take(i) {
+                if earlier.index == row.index {
+                    return Err(TableError::DuplicateIndex {
+                        index: row.index,
+                        first_line: *first_line,
+                        line: *line,
+                    });
+                }
+                if earlier.uuid == row.uuid {
+                    return Err(TableError::DuplicateUuid {
+                        uuid: row.uuid,
+                        first_line: *first_line,
+                        line: *line,
+                    });
+                }
+            }
+        }
+        let indices: BTreeSet<u32> = rows.iter().map(|(_, row)| row.index).collect();
+        let gpus = rows.len();
+        if let Some(missing) = (0..).take(gpus).find(|i| !indices.contains(i)) {
+            return Err(TableError::IndexGap { gpus, missing });
+        }
+        rows.sort_by_key(|(_, row)| row.index);
+        Ok(Self {
+            rows: rows.into_iter().map(|(_, row)| row).collect(),
+        })
+    }
+
+    /// The GPUs, by index: `rows()[i].index == i`.
+    pub fn rows(&self) -> &[GpuRow] {
+        &self.rows
+    }
+
+    /// How many GPUs.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Always false: a table has at least one row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The GPU with this host index.
+    pub fn by_index(&self, index: u32) -> Option<&GpuRow> {
+        self.rows.get(usize::try_from(index).ok()?)
+    }
+
+    /// The GPU with this UUID.
+    pub fn by_uuid(&self, uuid: &GpuUuid) -> Option<&GpuRow> {
+        self.rows.iter().find(|row| row.uuid == *uuid)
+    }
+
+    /// Whether every GPU has the same name. On such a host CUDA's default fastest-first order
+    /// cannot reorder GPUs by speed, so indices are far more likely to agree with `nvidia-smi`.
+    pub fn is_homogeneous(&self) -> bool {
+        self.rows
+            .windows(2)
+            .all(|pair| matches!(pair, [a, b] if a.name == b.name))
+    }
+}
+
+impl TryFrom<Vec<GpuRow>> for GpuTable {
+    type Error = TableError;
+
+    fn try_from(rows: Vec<GpuRow>) -> Result<Self, Self::Error> {
+        Self::from_rows(rows)
+    }
+}
+
+impl From<GpuTable> for Vec<GpuRow> {
+    fn from(table: GpuTable) -> Self {
+        table.rows
+    }
+}
+
+impl fmt::Display for GpuRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "host GPU {} ({}, {}, {})",
+            self.index, self.uuid, self.name, self.pci_bus_id
+        )
+    }
+}
+
+fn parse_row(text: &str) -> Result<GpuRow, String> {
+    let fields: Vec<&str> = text.split(',').map(str::trim).collect();
+    let (Some(index), Some(uuid), Some(pci_bus_id)) =
+        (fields.first(), fields.get(1), fields.last())
+    else {
+        return Err("is empty".to_owned());
+    };
+    if index.eq_ignore_ascii_case("index") {
+        return Err(
+            "is a header; pass `--format=csv,noheader` so only GPU rows are printed".to_owned(),
+        );
+    }
+    if fields.len() < TABLE_COLUMNS.len() {
+        return Err(format!(
+            "has {} comma-separated fields, but the query prints {} ({})",
+            fields.len(),
+            TABLE_COLUMNS.len(),
+            TABLE_COLUMNS.join(", ")
+        ));
+    }
+    let index = parse_index(index)?;
+    let uuid = if uuid.starts_with("GPU-") {
+        GpuUuid::parse(uuid).map_err(|e| format!("has a bad uuid field: {e}"))?
+    } else {
+        return Err(format!(
+            "has {uuid:?} in the uuid field, which is not a `GPU-` UUID"
+        ));
+    };
+    check_bus_id(pci_bus_id)?;
+    let name = fields
+        .get(2..fields.len() - 1)
+        .unwrap_or_default()
+        .join(", ");
+    if name.is_empty() {
+        return Err("has an empty name field".to_owned());
+    }
+    Ok(GpuRow {
+        index,
+        uuid,
+        name,
+        pci_bus_id: (*pci_bus_id).to_owned(),
+    })
+}
+
+fn parse_index(field: &str) -> Result<u32, String> {
+    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "has {field:?} in the index field, which is not a number"
+        ));
+    }
+    field
+        .parse()
+        .map_err(|_| format!("has index {field}, which is too large"))
+}
+
+/// `domain:bus:device.function`, hex: 4 or 8 domain digits, then 2, 2 and 1.
+fn check_bus_id(field: &str) -> Result<(), String> {
+    let hex = |s: &str, lens: &[usize]| {
+        lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    let mut parts = field.split(':');
+    let ok = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(domain), Some(bus), Some(rest), None) => match rest.split_once('.') {
+            Some((device, function)) => {
+                hex(domain, &[4, 8]) && hex(bus, &[2]) && hex(device, &[2]) && hex(function, &[1])
+            }
+            None => false,
+        },
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "has {field:?} in the pci.bus_id field, which is not a PCI bus id like 00000000:17:00.0"
+        ))
+    }
+}

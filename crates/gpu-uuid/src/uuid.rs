@@ -1,0 +1,428 @@
+//! GPU and MIG UUIDs: parsing, the seed's comparison token, and the canonical display form.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The seed's comparison token, exactly: strip surrounding whitespace, upper-case, remove one
+/// leading `GPU-`, remove every dash.
+///
+/// This is the Python reference's `canonicalize_gpu_uuid`
+/// (`value.strip().upper().removeprefix("GPU-").replace("-", "")`). It is meant for *equality*
+/// of full UUIDs written in different styles; it does not validate anything, it cannot compare
+/// a `CUDA_VISIBLE_DEVICES` *prefix* with a full UUID, and it leaves a `MIG-` prefix in place.
+/// Prefer [`GpuUuid::parse`] plus [`GpuUuid::canonical_token`], which validate.
+///
+/// Whitespace is what Python's `str.strip()` removes (Unicode whitespace plus the ASCII
+/// separators U+001C–U+001F). Like the seed, the function is idempotent on inputs without
+/// whitespace; with inner whitespace it is not (`"GPU- a"` → `" A"` → `"A"`), a quirk kept on
+/// purpose so tokens compare exactly as the seed's do.
+///
+/// ```
+/// use gpu_uuid::canonicalize_gpu_uuid;
+/// assert_eq!(
+///     canonicalize_gpu_uuid(" gpu-8932f937-d72c-4106-c12f-20bd9faed9f6\n"),
+///     "8932F937D72C4106C12F20BD9FAED9F6",
+/// );
+/// ```
+pub fn canonicalize_gpu_uuid(value: &str) -> String {
+    let upper = python_strip(value).to_uppercase();
+    let rest = upper.strip_prefix("GPU-").unwrap_or(&upper);
+    rest.replace('-', "")
+}
+
+/// Python's `str.isspace()`: Unicode `White_Space` plus the ASCII information separators.
+fn is_python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+fn python_strip(value: &str) -> &str {
+    value.trim_matches(is_python_space)
+}
+
+/// Why a string is not a GPU or MIG UUID. Every message echoes the input, names the rule it
+/// broke and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UuidError {
+    /// Nothing but whitespace.
+    #[error(
+        "{input:?} is not a GPU UUID: it is empty (rule: a UUID has 32 hex digits); copy the UUID from `nvidia-smi -L`"
+    )]
+    Empty {
+        /// The input, as given.
+        input: String,
+    },
+    /// A character that is neither a hex digit nor a dash.
+    #[error(
+        "{input:?} is not a GPU UUID: {found:?} is not a hex digit (rule: a UUID is 32 hex digits 0-9/a-f, optionally grouped 8-4-4-4-12 by dashes, after an optional `GPU-`); copy the UUID from `nvidia-smi -L`"
+    )]
+    NotHex {
+        /// The input, as given.
+        input: String,
+        /// The first offending character.
+        found: char,
+    },
+    /// Too few or too many hex digits.
+    #[error(
+        "{input:?} is not a full GPU UUID: it has {digits} hex digits, a UUID has 32 (rule: length); a prefix such as `GPU-8932f937` selects a GPU in CUDA_VISIBLE_DEVICES but is not a UUID, so copy the full UUID from `nvidia-smi -L`"
+    )]
+    Length {
+        /// The input, as given.
+        input: String,
+        /// How many hex digits it has.
+        digits: usize,
+    },
+    /// 32 hex digits, but dashes in the wrong places.
+    #[error(
+        "{input:?} is not a GPU UUID: its dashes do not group the 32 hex digits 8-4-4-4-12 (rule: dash layout); write it as `nvidia-smi -L` prints it, e.g. GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
+    )]
+    DashLayout {
+        /// The input, as given.
+        input: String,
+    },
+    /// A MIG device UUID where a GPU UUID was expected.
+    #[error(
+        "{input:?} is a MIG device UUID, not a GPU UUID (rule: prefix); use the parent GPU's `GPU-` UUID from `nvidia-smi -L`, or parse it as a MIG UUID"
+    )]
+    MigNotGpu {
+        /// The input, as given.
+        input: String,
+    },
+    /// A MIG UUID without its `MIG-` prefix.
+    #[error(
+        "{input:?} is not a MIG device UUID (rule: a MIG UUID starts with `MIG-`); copy it from the `MIG …` lines of `nvidia-smi -L`"
+    )]
+    NotMig {
+        /// The input, as given.
+        input: String,
+    },
+    /// A malformed legacy `MIG-GPU-<uuid>/<gi>/<ci>` id.
+    #[error(
+        "{input:?} is not a legacy MIG id: {problem} (rule: legacy form MIG-GPU-<full GPU UUID>/<GPU instance>/<compute instance>); prefer the `MIG-<uuid>` form that `nvidia-smi -L` prints on drivers R470 and later"
+    )]
+    LegacyMig {
+        /// The input, as given.
+        input: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+}
+
+/// Where in a UUID body the problem is; turned into a [`UuidError`] by the caller, which knows
+/// the whole input.
+enum BodyError {
+    Empty,
+    NotHex(char),
+    Length(usize),
+    DashLayout,
+}
+
+impl BodyError {
+    fn into_uuid_error(self, input: &str) -> UuidError {
+        let input = input.to_owned();
+        match self {
+            Self::Empty => UuidError::Empty { input },
+            Self::NotHex(found) => UuidError::NotHex { input, found },
+            Self::Length(digits) => UuidError::Length { input, digits },
+            Self::DashLayout => UuidError::DashLayout { input },
+        }
+    }
+}
+
+/// Parses 32 hex digits, either undashed or grouped 8-4-4-4-12, in any case.
+fn parse_body(body: &str) -> Result<[u8; 16], BodyError> {
+    if body.is_empty() {
+        return Err(BodyError::Empty);
+    }
+    if let Some(found) = body.chars().find(|c| !c.is_ascii_hexdigit() && *c != '-') {
+        return Err(BodyError::NotHex(found));
+    }
+    let digits = body.bytes().filter(u8::is_ascii_hexdigit).count();
+    if digits != 32 {
+        return Err(BodyError::Length(digits));
+    }
+    let dashes: Vec<usize> = body.match_indices('-').map(|(at, _)| at).collect();
+    if !(dashes.is_empty() || dashes == [8, 13, 18, 23]) {
+        return Err(BodyError::DashLayout);
+    }
+    let mut bytes = [0_u8; 16];
+    let mut nibbles = body.bytes().filter_map(hex_value);
+    for byte in &mut bytes {
+        let (Some(high), Some(low)) = (nibbles.next(), nibbles.next()) else {
+            return Err(BodyError::Length(digits));
+        };
+        *byte = (high << 4) | low;
+    }
+    Ok(bytes)
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Strips `prefix` (ASCII, any case) from the start of `s`.
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| s.get(prefix.len()..))
+        .flatten()
+}
+
+/// Writes 16 bytes as lower-case 8-4-4-4-12.
+fn write_dashed(f: &mut fmt::Formatter<'_>, bytes: &[u8; 16]) -> fmt::Result {
+    for (i, byte) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            f.write_str("-")?;
+        }
+        write!(f, "{byte:02x}")?;
+    }
+    Ok(())
+}
+
+/// A physical GPU's UUID, normalised: 16 bytes, shown as `GPU-` + lower-case 8-4-4-4-12.
+///
+/// [`GpuUuid::parse`] accepts every style in which the same UUID reaches us:
+/// - `nvidia-smi` / NVML / `CUDA_VISIBLE_DEVICES`: `GPU-8932f937-d72c-4106-c12f-20bd9faed9f6`;
+/// - PyTorch's `get_device_properties(i).uuid`: the same without `GPU-`;
+/// - the seed's comparison token: 32 hex digits, no dashes, upper case;
+///
+/// in any letter case (the `GPU-` prefix too), with surrounding whitespace ignored. Dashes
+/// must either be absent or group the digits 8-4-4-4-12. Abbreviated prefixes (`GPU-8932`)
+/// are not UUIDs: they are `CUDA_VISIBLE_DEVICES` entries, see [`crate::VisibleDevices`].
+///
+/// Equality, ordering and hashing are on the 16 bytes, so every accepted style compares equal.
+/// Serde goes through [`Display`](fmt::Display) and [`GpuUuid::parse`].
+///
+/// ```
+/// use gpu_uuid::GpuUuid;
+/// let smi: GpuUuid = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6".parse()?;
+/// let torch = GpuUuid::parse("8932F937-D72C-4106-C12F-20BD9FAED9F6")?;
+/// let token = GpuUuid::parse("8932F937D72C4106C12F20BD9FAED9F6")?;
+/// assert_eq!(smi, torch);
+/// assert_eq!(smi, token);
+/// assert_eq!(smi.to_string(), "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6");
+/// assert_eq!(smi.canonical_token(), "8932F937D72C4106C12F20BD9FAED9F6");
+/// # Ok::<(), gpu_uuid::UuidError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GpuUuid([u8; 16]);
+
+impl GpuUuid {
+    /// Parses a full GPU UUID in any of the accepted styles (see the type's docs).
+    ///
+    /// # Errors
+    /// [`UuidError`] naming the rule the input breaks: empty, a non-hex character, not 32
+    /// digits, dashes not 8-4-4-4-12, or a `MIG-` UUID.
+    pub fn parse(input: &str) -> Result<Self, UuidError> {
+        let trimmed = python_strip(input);
+        if strip_prefix_ignore_case(trimmed, "MIG-").is_some() {
+            return Err(UuidError::MigNotGpu {
+                input: input.to_owned(),
+            });
+        }
+        let body = strip_prefix_ignore_case(trimmed, "GPU-").unwrap_or(trimmed);
+        parse_body(body)
+            .map(Self)
+            .map_err(|e| e.into_uuid_error(input))
+    }
+
+    /// The UUID from the 16 raw bytes that `cuDeviceGetUuid_v2` returns.
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        Self(bytes)
+    }
+
+    /// The 16 raw bytes.
+    pub const fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// The seed's comparison token: 32 upper-case hex digits, no `GPU-`, no dashes. Equal to
+    /// [`canonicalize_gpu_uuid`] of every accepted spelling of this UUID.
+    ///
+    /// ```
+    /// # use gpu_uuid::{GpuUuid, canonicalize_gpu_uuid};
+    /// let text = "GPU-c08d91cb-e324-655c-71ba-7570956445bc";
+    /// assert_eq!(GpuUuid::parse(text)?.canonical_token(), canonicalize_gpu_uuid(text));
+    /// # Ok::<(), gpu_uuid::UuidError>(())
+    /// ```
+    pub fn canonical_token(&self) -> String {
+        use fmt::Write as _;
+        let mut token = String::with_capacity(32);
+        for byte in &self.0 {
+            let _ = write!(token, "{byte:02X}");
+        }
+        token
+    }
+}
+
+impl fmt::Display for GpuUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GPU-")?;
+        write_dashed(f, &self.0)
+    }
+}
+
+impl fmt::Debug for GpuUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GpuUuid(\"{self}\")")
+    }
+}
+
+impl FromStr for GpuUuid {
+    type Err = UuidError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for GpuUuid {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for GpuUuid {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A MIG device (compute instance) identifier.
+///
+/// Two forms exist (NVIDIA MIG user guide, "Device names"):
+/// - [`MigUuid::Uuid`]: `MIG-<uuid>`, drivers R470 (470.42.01) and later;
+/// - [`MigUuid::Legacy`]: `MIG-GPU-<gpu uuid>/<GPU instance>/<compute instance>`, drivers
+///   R450/R460. The order is GPU instance, then compute instance.
+///
+/// Parsing accepts any letter case and surrounding whitespace; [`Display`](fmt::Display)
+/// writes lower-case hex with upper-case `MIG-`/`GPU-`, as `nvidia-smi -L` does. The legacy
+/// form needs the full GPU UUID: abbreviated ones (`MIG-GPU-3eb79704/13/0`, which some tools
+/// accept) are refused, because nothing here can check what they abbreviate.
+///
+/// ```
+/// use gpu_uuid::{GpuUuid, MigUuid};
+/// let new: MigUuid = "MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f".parse()?;
+/// assert!(matches!(new, MigUuid::Uuid(_)));
+/// let old = MigUuid::parse("mig-gpu-5D5BA0D6-D33D-2B2C-524D-9E3D8D2B8A77/1/0")?;
+/// assert_eq!(old.to_string(), "MIG-GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77/1/0");
+/// assert_eq!(old.parent_gpu(), Some(GpuUuid::parse("GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77")?));
+/// # Ok::<(), gpu_uuid::UuidError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MigUuid {
+    /// `MIG-<uuid>`: the 16 bytes `cuDeviceGetUuid_v2` / NVML report for the compute instance.
+    Uuid([u8; 16]),
+    /// `MIG-GPU-<gpu uuid>/<gi>/<ci>`.
+    Legacy {
+        /// The parent GPU.
+        gpu: GpuUuid,
+        /// The GPU instance id.
+        gpu_instance: u32,
+        /// The compute instance id.
+        compute_instance: u32,
+    },
+}
+
+impl MigUuid {
+    /// Parses `MIG-<uuid>` or `MIG-GPU-<uuid>/<gi>/<ci>`.
+    ///
+    /// # Errors
+    /// [`UuidError::NotMig`] without the `MIG-` prefix, [`UuidError::LegacyMig`] for a
+    /// malformed legacy id, or the UUID rule the body breaks.
+    pub fn parse(input: &str) -> Result<Self, UuidError> {
+        let trimmed = python_strip(input);
+        let Some(rest) = strip_prefix_ignore_case(trimmed, "MIG-") else {
+            return Err(UuidError::NotMig {
+                input: input.to_owned(),
+            });
+        };
+        if strip_prefix_ignore_case(rest, "GPU-").is_none() {
+            return parse_body(rest)
+                .map(Self::Uuid)
+                .map_err(|e| e.into_uuid_error(input));
+        }
+        let legacy = |problem| UuidError::LegacyMig {
+            input: input.to_owned(),
+            problem,
+        };
+        let mut parts = rest.split('/');
+        let (Some(gpu), Some(gi), Some(ci), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(legacy(
+                "it needs exactly two `/`-separated instance ids after the GPU UUID",
+            ));
+        };
+        let gpu = GpuUuid::parse(gpu)
+            .map_err(|_| legacy("the part before the first `/` is not a full GPU UUID"))?;
+        let id = |text: &str| {
+            (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| text.parse::<u32>().ok())
+                .flatten()
+        };
+        let gpu_instance = id(gi).ok_or_else(|| legacy("the GPU instance id is not a number"))?;
+        let compute_instance =
+            id(ci).ok_or_else(|| legacy("the compute instance id is not a number"))?;
+        Ok(Self::Legacy {
+            gpu,
+            gpu_instance,
+            compute_instance,
+        })
+    }
+
+    /// The physical GPU, when the id names it (legacy form only).
+    pub fn parent_gpu(&self) -> Option<GpuUuid> {
+        match self {
+            Self::Uuid(_) => None,
+            Self::Legacy { gpu, .. } => Some(*gpu),
+        }
+    }
+}
+
+impl fmt::Display for MigUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Uuid(bytes) => {
+                f.write_str("MIG-")?;
+                write_dashed(f, bytes)
+            }
+            Self::Legacy {
+                gpu,
+                gpu_instance,
+                compute_instance,
+            } => {
+                write!(f, "MIG-{gpu}/{gpu_instance}/{compute_instance}")
+            }
+        }
+    }
+}
+
+impl FromStr for MigUuid {
+    type Err = UuidError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for MigUuid {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MigUuid {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}

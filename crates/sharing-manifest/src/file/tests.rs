@@ -1,0 +1,256 @@
+use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use sharing_policy::Evidence;
+
+use super::*;
+
+fn evidence() -> Evidence {
+    Evidence {
+        configured: Some("mps".to_owned()),
+        effective: Some("mps".to_owned()),
+        validated: true,
+        rank: 0,
+        world_size: 1,
+        learner_device: Some("cuda:0".to_owned()),
+        collector_device: Some("cuda:0".to_owned()),
+        learner_gpu_uuid: Some("AA".to_owned()),
+        collector_gpu_uuid: Some("AA".to_owned()),
+        pipe_directory_env: None,
+        pipe_directory: Some("/tmp/nvidia-mps".to_owned()),
+        control_pipe: Some("/tmp/nvidia-mps/control".to_owned()),
+        control_pipe_kind: Some("unix_socket".to_owned()),
+        server_pid: None,
+        ambient_server: false,
+        daemon_pid: Some(7),
+    }
+}
+
+/// The directory's entries, sorted: proves no temporary file is left behind.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The error's message with the temp directory replaced, for snapshots.
+fn message(err: &ManifestError, dir: &Path) -> String {
+    err.to_string().replace(&dir.display().to_string(), "[DIR]")
+}
+
+fn setup(name: &str, content: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    fs::write(&path, content).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn keeps_every_other_key_and_the_key_order() {
+    let original = br#"{"zeta": 1, "alpha": {"nested": [1, 2.5, null]}, "mid": "x"}"#;
+    let (dir, path) = setup("run.json", original);
+    record_in_manifest(&path, &evidence()).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    let value: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["zeta", "alpha", "mid", MANIFEST_KEY]);
+    assert_eq!(value["alpha"], json!({"nested": [1, 2.5, null]}));
+    assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
+    assert!(text.ends_with("}\n"));
+    assert_eq!(entries(dir.path()), ["run.json"]);
+}
+
+#[test]
+fn replaces_existing_evidence_in_place() {
+    let (_dir, path) = setup(
+        "run.json",
+        br#"{"a": 1, "cuda_process_sharing": {"old": true}, "z": 2}"#,
+    );
+    record_in_manifest(&path, &evidence()).unwrap();
+    let value: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["a", MANIFEST_KEY, "z"]);
+    assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
+}
+
+#[test]
+fn creates_a_missing_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.json");
+    record_in_manifest(&path, &evidence()).unwrap();
+    let value: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(value, json!({MANIFEST_KEY: evidence_to_json(&evidence())}));
+    assert_eq!(entries(dir.path()), ["new.json"]);
+}
+
+#[test]
+fn keeps_the_permission_bits() {
+    let (_dir, path) = setup("run.json", b"{}");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    record_in_manifest(&path, &evidence()).unwrap();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+}
+
+#[test]
+fn a_missing_directory_is_an_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent").join("run.json");
+    let err = record_in_manifest(&path, &evidence()).unwrap_err();
+    assert!(matches!(err, ManifestError::Io { .. }), "{err:?}");
+    assert_eq!(entries(dir.path()), Vec::<String>::new());
+}
+
+/// Each refused manifest: the error, and the file exactly as it was.
+#[test]
+fn refused_manifests_are_left_byte_for_byte_untouched() {
+    let cases: [(&str, &[u8]); 6] = [
+        ("corrupt", b"{\"run\": 1,,}"),
+        ("truncated", b"{\"run\": {\"a\": "),
+        ("array", b"[1, 2, 3]\n"),
+        ("string", b"\"just text\""),
+        ("not_utf8", b"{\"run\": \"\xff\xfe\"}"),
+        ("empty", b""),
+    ];
+    let mut messages = Vec::new();
+    for (name, content) in cases {
+        let (dir, path) = setup(&format!("{name}.json"), content);
+        let before = fs::metadata(&path).unwrap().modified().unwrap();
+        let err = record_in_manifest(&path, &evidence()).unwrap_err();
+        assert_eq!(fs::read(&path).unwrap(), content, "{name} changed");
+        assert_eq!(
+            fs::metadata(&path).unwrap().modified().unwrap(),
+            before,
+            "{name} rewritten"
+        );
+        assert_eq!(
+            entries(dir.path()),
+            [format!("{name}.json")],
+            "{name} left a temp file"
+        );
+        messages.push(message(&err, dir.path()));
+    }
+    insta::assert_snapshot!(messages.join("\n"));
+}
+
+#[test]
+fn a_read_only_manifest_is_refused() {
+    let (dir, path) = setup("run.json", b"{\"a\": 1}");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+    let err = record_in_manifest(&path, &evidence()).unwrap_err();
+    assert_eq!(fs::read(&path).unwrap(), b"{\"a\": 1}");
+    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/run.json: not writable by this user (mode 0444 grants no write permission)");
+}
+
+#[test]
+fn a_symlink_is_refused_and_its_target_untouched() {
+    let (dir, target) = setup("real.json", b"{\"a\": 1}");
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let err = record_in_manifest(&link, &evidence()).unwrap_err();
+    assert_eq!(fs::read(&target).unwrap(), b"{\"a\": 1}");
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/link.json: is a symbolic link to [DIR]/real.json; pass the path of the file itself");
+    // A dangling link is refused too, rather than created through.
+    let dangling = dir.path().join("dangling.json");
+    std::os::unix::fs::symlink(dir.path().join("nowhere.json"), &dangling).unwrap();
+    assert!(matches!(
+        record_in_manifest(&dangling, &evidence()),
+        Err(ManifestError::Symlink { .. })
+    ));
+    assert!(!dir.path().join("nowhere.json").exists());
+}
+
+#[test]
+fn a_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = record_in_manifest(dir.path(), &evidence()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ManifestError::NotRegularFile {
+                kind: "a directory",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(matches!(
+        read_json_file(dir.path()),
+        Err(ManifestError::NotRegularFile {
+            kind: "a directory",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.json");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    assert!(matches!(
+        read_json_file(&fifo),
+        Err(ManifestError::NotRegularFile { kind: "a FIFO", .. })
+    ));
+    assert!(matches!(
+        record_in_manifest(&fifo, &evidence()),
+        Err(ManifestError::NotRegularFile { kind: "a FIFO", .. })
+    ));
+}
+
+#[test]
+fn an_oversized_file_is_refused_unread() {
+    let (dir, path) = setup("big.json", b"");
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(MAX_FILE_BYTES + 1).unwrap(); // sparse: no 16 MiB written
+    let err = record_in_manifest(&path, &evidence()).unwrap_err();
+    assert_eq!(fs::metadata(&path).unwrap().len(), MAX_FILE_BYTES + 1);
+    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/big.json: is 16777217 bytes, over the 16777216-byte limit for a JSON file here");
+    assert!(matches!(
+        read_json_file(&path),
+        Err(ManifestError::TooLarge { .. })
+    ));
+    file.set_len(MAX_FILE_BYTES).unwrap(); // at the cap: read, then refused as JSON
+    assert!(matches!(
+        read_json_file(&path),
+        Err(ManifestError::NotJson { .. })
+    ));
+}
+
+#[test]
+fn read_json_file_reads_any_json_and_names_missing_files() {
+    let (dir, path) = setup("a.json", b"[1]");
+    assert_eq!(read_json_file(&path).unwrap(), json!([1]));
+    let err = read_json_file(&dir.path().join("missing.json")).unwrap_err();
+    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/missing.json: cannot read: No such file or directory (os error 2)");
+}

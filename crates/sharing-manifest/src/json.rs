@@ -1,0 +1,255 @@
+//! The evidence as JSON.
+
+use serde::Deserialize as _;
+use serde_json::{Map, Value};
+use sharing_policy::Evidence;
+
+/// The manifest key the evidence is recorded under (the seed's `apply_cuda_process_sharing_manifest`).
+pub const MANIFEST_KEY: &str = "cuda_process_sharing";
+
+/// The evidence keys, in the order they are written: the seed's `to_dict` order, then `daemon_pid`.
+pub const EVIDENCE_KEYS: [&str; 16] = [
+    "configured",
+    "effective",
+    "validated",
+    "rank",
+    "world_size",
+    "learner_device",
+    "collector_device",
+    "learner_gpu_uuid",
+    "collector_gpu_uuid",
+    "pipe_directory_env",
+    "pipe_directory",
+    "control_pipe",
+    "control_pipe_kind",
+    "server_pid",
+    "ambient_server",
+    "daemon_pid",
+];
+
+/// The evidence as a JSON object: the 16 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// facts as `null`.
+///
+/// ```
+/// use sharing_policy::Evidence;
+///
+/// let evidence = Evidence {
+///     configured: None, effective: None, validated: false, rank: 0, world_size: 1,
+///     learner_device: Some("cpu".to_owned()), collector_device: None,
+///     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
+///     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
+///     server_pid: None, ambient_server: false, daemon_pid: None,
+/// };
+/// let json = sharing_manifest::evidence_to_json(&evidence);
+/// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+/// assert_eq!(keys, sharing_manifest::EVIDENCE_KEYS);
+/// assert_eq!(json["configured"], serde_json::Value::Null);
+/// ```
+pub fn evidence_to_json(evidence: &Evidence) -> Value {
+    // Destructured so that a new `Evidence` field fails to compile here instead of
+    // silently missing from every manifest.
+    let Evidence {
+        configured,
+        effective,
+        validated,
+        rank,
+        world_size,
+        learner_device,
+        collector_device,
+        learner_gpu_uuid,
+        collector_gpu_uuid,
+        pipe_directory_env,
+        pipe_directory,
+        control_pipe,
+        control_pipe_kind,
+        server_pid,
+        ambient_server,
+        daemon_pid,
+    } = evidence;
+    let values = [
+        text(configured.as_deref()),
+        text(effective.as_deref()),
+        Value::Bool(*validated),
+        Value::from(*rank),
+        Value::from(*world_size),
+        text(learner_device.as_deref()),
+        text(collector_device.as_deref()),
+        text(learner_gpu_uuid.as_deref()),
+        text(collector_gpu_uuid.as_deref()),
+        text(pipe_directory_env.as_deref()),
+        text(pipe_directory.as_deref()),
+        text(control_pipe.as_deref()),
+        text(control_pipe_kind.as_deref()),
+        number(*server_pid),
+        Value::Bool(*ambient_server),
+        number(*daemon_pid),
+    ];
+    let map: Map<String, Value> = EVIDENCE_KEYS
+        .iter()
+        .map(|key| (*key).to_owned())
+        .zip(values)
+        .collect();
+    Value::Object(map)
+}
+
+fn text(value: Option<&str>) -> Value {
+    value.map_or(Value::Null, |text| Value::String(text.to_owned()))
+}
+
+fn number(value: Option<i64>) -> Value {
+    value.map_or(Value::Null, Value::from)
+}
+
+/// Reads evidence back from JSON: either an evidence object, or a manifest that holds one
+/// under [`MANIFEST_KEY`].
+///
+/// Unknown keys are ignored and a missing `daemon_pid` reads as `null`, so the seed's
+/// 15-key evidence is accepted too.
+///
+/// # Errors
+/// A message saying why the value is not evidence (missing key, wrong type).
+pub fn evidence_from_json(value: &Value) -> Result<Evidence, String> {
+    let candidate = match value {
+        Value::Object(map) => match map.get(MANIFEST_KEY) {
+            Some(evidence) => evidence,
+            None if EVIDENCE_KEYS.iter().any(|key| map.contains_key(*key)) => value,
+            None => {
+                return Err(format!(
+                    "found an object with no `{MANIFEST_KEY}` key and no evidence keys"
+                ));
+            }
+        },
+        other => return Err(format!("found {}, not a JSON object", kind_of(other))),
+    };
+    if !candidate.is_object() {
+        return Err(format!(
+            "`{MANIFEST_KEY}` is {}, not an object",
+            kind_of(candidate)
+        ));
+    }
+    Evidence::deserialize(candidate).map_err(|err| err.to_string())
+}
+
+/// "an array", "a string", … for messages.
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn full() -> Evidence {
+        Evidence {
+            configured: Some("mps".to_owned()),
+            effective: Some("mps".to_owned()),
+            validated: true,
+            rank: 1,
+            world_size: 2,
+            learner_device: Some("cuda:0".to_owned()),
+            collector_device: Some("cuda:0".to_owned()),
+            learner_gpu_uuid: Some("C08D91CBE324655C71BA7570956445BC".to_owned()),
+            collector_gpu_uuid: Some("C08D91CBE324655C71BA7570956445BC".to_owned()),
+            pipe_directory_env: Some("/run/mps".to_owned()),
+            pipe_directory: Some("/run/mps".to_owned()),
+            control_pipe: Some("/run/mps/control".to_owned()),
+            control_pipe_kind: Some("unix_socket".to_owned()),
+            server_pid: Some(4242),
+            ambient_server: false,
+            daemon_pid: Some(17),
+        }
+    }
+
+    #[test]
+    fn keys_are_in_seed_order_then_daemon_pid() {
+        let json = evidence_to_json(&full());
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, EVIDENCE_KEYS);
+        // The serialised text, not only the map, has that order.
+        let text = serde_json::to_string(&json).unwrap();
+        let positions: Vec<usize> = EVIDENCE_KEYS
+            .iter()
+            .map(|key| text.find(&format!("\"{key}\"")).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|pair| pair[0] < pair[1]), "{text}");
+    }
+
+    #[test]
+    fn each_field_lands_under_its_own_key() {
+        let json = evidence_to_json(&full());
+        insta::assert_json_snapshot!(json);
+    }
+
+    #[test]
+    fn agrees_with_evidence_serde() {
+        let evidence = full();
+        assert_eq!(
+            evidence_to_json(&evidence),
+            serde_json::to_value(&evidence).unwrap()
+        );
+        let empty = Evidence {
+            configured: None,
+            effective: None,
+            validated: false,
+            rank: 0,
+            world_size: 1,
+            learner_device: None,
+            collector_device: None,
+            learner_gpu_uuid: None,
+            collector_gpu_uuid: None,
+            pipe_directory_env: None,
+            pipe_directory: None,
+            control_pipe: None,
+            control_pipe_kind: None,
+            server_pid: None,
+            ambient_server: false,
+            daemon_pid: None,
+        };
+        let json = evidence_to_json(&empty);
+        assert_eq!(json, serde_json::to_value(&empty).unwrap());
+        assert_eq!(json["daemon_pid"], Value::Null);
+        assert_eq!(json["configured"], Value::Null);
+    }
+
+    #[test]
+    fn reads_back_evidence_and_manifests_and_the_seed_shape() {
+        let evidence = full();
+        let json = evidence_to_json(&evidence);
+        assert_eq!(evidence_from_json(&json).unwrap(), evidence);
+        let manifest = serde_json::json!({"run": "x", MANIFEST_KEY: json.clone()});
+        assert_eq!(evidence_from_json(&manifest).unwrap(), evidence);
+        let mut seed = json;
+        seed.as_object_mut().unwrap().shift_remove("daemon_pid");
+        assert_eq!(evidence_from_json(&seed).unwrap().daemon_pid, None);
+    }
+
+    #[test]
+    fn rejects_what_is_not_evidence() {
+        assert_eq!(
+            evidence_from_json(&serde_json::json!([1])).unwrap_err(),
+            "found an array, not a JSON object"
+        );
+        assert_eq!(
+            evidence_from_json(&serde_json::json!({MANIFEST_KEY: 3})).unwrap_err(),
+            "`cuda_process_sharing` is a number, not an object"
+        );
+        assert_eq!(
+            evidence_from_json(&serde_json::json!({"run": "x"})).unwrap_err(),
+            "found an object with no `cuda_process_sharing` key and no evidence keys"
+        );
+        let err = evidence_from_json(&serde_json::json!({"rank": 0})).unwrap_err();
+        assert!(err.contains("missing field `validated`"), "{err}");
+    }
+}

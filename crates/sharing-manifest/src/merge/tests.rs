@@ -1,0 +1,236 @@
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn rank(rank: i64, world_size: i64) -> Evidence {
+    Evidence {
+        configured: Some("mps".to_owned()),
+        effective: Some("mps".to_owned()),
+        validated: true,
+        rank,
+        world_size,
+        learner_device: Some("cuda:0".to_owned()),
+        collector_device: Some("cuda:0".to_owned()),
+        learner_gpu_uuid: Some(format!("UUID{rank}")),
+        collector_gpu_uuid: Some(format!("UUID{rank}")),
+        pipe_directory_env: Some("/run/mps".to_owned()),
+        pipe_directory: Some("/run/mps".to_owned()),
+        control_pipe: Some("/run/mps/control".to_owned()),
+        control_pipe_kind: Some("unix_socket".to_owned()),
+        server_pid: Some(500),
+        ambient_server: false,
+        daemon_pid: Some(100),
+    }
+}
+
+fn inputs(evidence: &[Evidence]) -> Vec<(String, Value)> {
+    evidence
+        .iter()
+        .enumerate()
+        .map(|(index, evidence)| (format!("rank{index}.json"), evidence_to_json(evidence)))
+        .collect()
+}
+
+fn codes(report: &MergeReport) -> Vec<&'static str> {
+    report
+        .findings
+        .iter()
+        .map(|finding| finding.code.as_str())
+        .collect()
+}
+
+/// The findings as the CLI prints them, one per line.
+fn render(report: &MergeReport) -> String {
+    report
+        .findings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_consistent_run_has_no_finding() {
+    let report = merge(&inputs(&[rank(0, 3), rank(2, 3), rank(1, 3)]));
+    assert!(report.is_consistent(), "{}", render(&report));
+    let json = report.to_json();
+    assert_eq!(json["world_size"], 3);
+    assert_eq!(json["validated"], true);
+    let order: Vec<i64> = json["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_i64().unwrap())
+        .collect();
+    assert_eq!(order, [0, 1, 2]);
+}
+
+#[test]
+fn manifests_and_bare_evidence_mix() {
+    let manifest = json!({"run_id": "x", "cuda_process_sharing": evidence_to_json(&rank(1, 2))});
+    let report = merge(&[
+        ("a.json".to_owned(), evidence_to_json(&rank(0, 2))),
+        ("b.json".to_owned(), manifest),
+    ]);
+    assert!(report.is_consistent(), "{}", render(&report));
+}
+
+#[test]
+fn codes_are_kebab_case_and_unique() {
+    let all: Vec<&str> = MergeCode::ALL.iter().map(|code| code.as_str()).collect();
+    for code in &all {
+        assert!(
+            code.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+            "{code}"
+        );
+    }
+    let unique: BTreeSet<&&str> = all.iter().collect();
+    assert_eq!(unique.len(), all.len());
+}
+
+#[test]
+fn nothing_to_merge() {
+    let report = merge(&[]);
+    insta::assert_snapshot!(render(&report), @"no-evidence: no evidence to merge: give one evidence or manifest file per rank");
+}
+
+#[test]
+fn not_evidence() {
+    let report = merge(&[
+        ("list.json".to_owned(), json!([1, 2])),
+        ("manifest.json".to_owned(), json!({"run_id": "x"})),
+        (
+            "wrong.json".to_owned(),
+            json!({"cuda_process_sharing": "mps"}),
+        ),
+    ]);
+    insta::assert_snapshot!(render(&report));
+}
+
+#[test]
+fn rank_problems() {
+    let report = merge(&inputs(&[rank(0, 4), rank(0, 4), rank(7, 4), rank(-1, 4)]));
+    assert_eq!(
+        codes(&report),
+        [
+            "rank-out-of-range",
+            "rank-out-of-range",
+            "duplicate-rank",
+            "missing-rank"
+        ]
+    );
+    insta::assert_snapshot!(render(&report));
+}
+
+#[test]
+fn world_size_problems() {
+    let report = merge(&inputs(&[rank(0, 2), rank(1, 3), rank(0, 0)]));
+    insta::assert_snapshot!(render(&report));
+}
+
+#[test]
+fn missing_ranks_are_ranges_even_in_a_huge_world() {
+    let report = merge(&inputs(&[rank(0, i64::MAX), rank(5, i64::MAX)]));
+    insta::assert_snapshot!(render(&report), @"missing-rank: world_size is 9223372036854775807 but no evidence was given for ranks 1-4, 6-9223372036854775806 (9223372036854775805 of 9223372036854775807 missing; 2 given)");
+    let single = merge(&inputs(&[rank(0, 2)]));
+    insta::assert_snapshot!(render(&single), @"missing-rank: world_size is 2 but no evidence was given for rank 1 (1 of 2 missing; 1 given)");
+}
+
+#[test]
+fn mode_problems() {
+    let mut ambient = rank(1, 3);
+    ambient.configured = None;
+    ambient.effective = None;
+    ambient.validated = false;
+    let mut other = rank(2, 3);
+    other.effective = None;
+    let report = merge(&inputs(&[rank(0, 3), ambient, other]));
+    assert_eq!(
+        codes(&report),
+        [
+            "configured-mismatch",
+            "effective-mismatch",
+            "validated-mismatch"
+        ]
+    );
+    insta::assert_snapshot!(render(&report));
+}
+
+#[test]
+fn host_problems() {
+    let mut restarted = rank(1, 4);
+    restarted.daemon_pid = Some(101);
+    restarted.server_pid = Some(501);
+    let mut fifo = rank(2, 4);
+    fifo.control_pipe_kind = Some("fifo".to_owned());
+    let mut idle = rank(3, 4);
+    idle.server_pid = None; // an idle daemon has no server yet: not a disagreement
+    idle.daemon_pid = None; // an old driver writes no pid file: not a disagreement
+    let report = merge(&inputs(&[rank(0, 4), restarted, fifo, idle]));
+    assert_eq!(
+        codes(&report),
+        [
+            "control-pipe-mismatch",
+            "daemon-mismatch",
+            "server-mismatch"
+        ]
+    );
+    insta::assert_snapshot!(render(&report));
+}
+
+#[test]
+fn separate_pipe_directories_are_separate_daemons() {
+    let mut other = rank(1, 2);
+    other.pipe_directory = Some("/run/mps-gpu1".to_owned());
+    other.control_pipe = Some("/run/mps-gpu1/control".to_owned());
+    other.daemon_pid = Some(200);
+    other.server_pid = Some(600);
+    let report = merge(&inputs(&[rank(0, 2), other]));
+    assert!(report.is_consistent(), "{}", render(&report));
+}
+
+#[test]
+fn long_lists_are_shortened() {
+    let many: Vec<Evidence> = (0..12).map(|_| rank(0, 1)).collect();
+    let report = merge(&inputs(&many));
+    insta::assert_snapshot!(render(&report), @"duplicate-rank: rank 0 appears 12 times, in 'rank0.json', 'rank1.json', 'rank2.json', 'rank3.json', 'rank4.json', 'rank5.json', 'rank6.json', 'rank7.json' and 4 more; each rank records its evidence exactly once");
+    assert_eq!(report.findings[0].sources.len(), 12);
+}
+
+proptest! {
+    /// A complete run in any order is consistent; dropping one rank yields exactly
+    /// `missing-rank`, repeating one yields exactly `duplicate-rank`.
+    #[test]
+    fn complete_runs_and_single_faults(
+        (world_size, order) in (1_i64..12).prop_flat_map(|w| (Just(w), Just((0..w).collect::<Vec<i64>>()).prop_shuffle())),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let run: Vec<Evidence> = order.iter().map(|r| rank(*r, world_size)).collect();
+        let len = run.len();
+        prop_assert!(merge(&inputs(&run)).is_consistent());
+
+        let index = pick.index(len);
+        let mut repeated = run.clone();
+        repeated.push(run[index].clone());
+        prop_assert_eq!(codes(&merge(&inputs(&repeated))), vec!["duplicate-rank"]);
+
+        if len > 1 {
+            let mut dropped = run.clone();
+            dropped.remove(index);
+            prop_assert_eq!(codes(&merge(&inputs(&dropped))), vec!["missing-rank"]);
+        }
+    }
+
+    /// Merging never panics and reports findings in code order, whatever the JSON.
+    #[test]
+    fn arbitrary_ranks_never_panic(ranks in prop::collection::vec((any::<i64>(), any::<i64>()), 0..6)) {
+        let evidence: Vec<Evidence> = ranks.iter().map(|(r, w)| rank(*r, *w)).collect();
+        let report = merge(&inputs(&evidence));
+        let order: Vec<MergeCode> = report.findings.iter().map(|finding| finding.code).collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        prop_assert_eq!(order, sorted);
+        prop_assert_eq!(report.is_consistent(), report.findings.is_empty());
+    }
+}

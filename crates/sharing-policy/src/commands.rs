@@ -36,10 +36,17 @@ impl ReadOnlyCommand {
 
 /// The daemon probe, in order: liveness first (one answer line), then the server list
 /// (zero or more PID lines), so the validator can split the combined output unambiguously.
-pub const DAEMON_PROBE: [ReadOnlyCommand; 2] =
-    [ReadOnlyCommand::GetDefaultActiveThreadPercentage, ReadOnlyCommand::GetServerList];
+pub const DAEMON_PROBE: [ReadOnlyCommand; 2] = [
+    ReadOnlyCommand::GetDefaultActiveThreadPercentage,
+    ReadOnlyCommand::GetServerList,
+];
 
 /// The standard input of a probe: each command on its own line.
 pub fn probe_stdin(commands: &[ReadOnlyCommand]) -> String {
-    commands.iter().map(|command| format!("{}\n", command.as_str())).collect()
+    let mut stdin = String::new();
+    for command in commands {
+        stdin.push_str(command.as_str());
+        stdin.push('\n');
+    }
+    stdin
 }

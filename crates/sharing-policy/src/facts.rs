@@ -35,7 +35,9 @@ impl OsText {
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
         match String::from_utf8(bytes) {
             Ok(text) => Self::Text(text),
-            Err(err) => Self::Bytes { non_utf8_bytes: err.into_bytes() },
+            Err(err) => Self::Bytes {
+                non_utf8_bytes: err.into_bytes(),
+            },
         }
     }
 
@@ -126,6 +128,33 @@ impl EnvFacts {
             _ => OsText::from(DEFAULT_PIPE_DIRECTORY),
         }
     }
+
+    /// `<effective pipe directory>/control`, joined as `Path::join` joins (one `/` added unless
+    /// the directory already ends with one). The probe records this path in
+    /// [`PipeFacts::path`]; the validator refuses a snapshot whose pipe facts name another.
+    pub fn control_pipe_path(&self) -> OsText {
+        join(&self.effective_pipe_directory(), CONTROL_PIPE_NAME)
+    }
+
+    /// `<effective pipe directory>/nvidia-cuda-mps-control.pid` (written by 550+ drivers).
+    pub fn pid_file_path(&self) -> OsText {
+        join(&self.effective_pipe_directory(), PID_FILE_NAME)
+    }
+}
+
+/// The control pipe's name inside the pipe directory.
+pub const CONTROL_PIPE_NAME: &str = "control";
+
+/// The control daemon's pid file name inside the pipe directory.
+pub const PID_FILE_NAME: &str = "nvidia-cuda-mps-control.pid";
+
+fn join(directory: &OsText, name: &str) -> OsText {
+    let mut bytes = directory.as_bytes().to_vec();
+    if !bytes.ends_with(b"/") {
+        bytes.push(b'/');
+    }
+    bytes.extend_from_slice(name.as_bytes());
+    OsText::from_bytes(bytes)
 }
 
 /// One bounded subprocess run, as data: what was asked and what came back.
@@ -197,7 +226,11 @@ impl CapturedText {
     pub fn from_bytes(bytes: &[u8], truncated: bool) -> Self {
         let text = String::from_utf8_lossy(bytes);
         let non_utf8 = matches!(text, std::borrow::Cow::Owned(_));
-        Self { text: text.into_owned(), truncated, non_utf8 }
+        Self {
+            text: text.into_owned(),
+            truncated,
+            non_utf8,
+        }
     }
 }
 
@@ -208,7 +241,7 @@ pub struct PipeFacts {
     pub directory: OsText,
     /// `<directory>/control`.
     pub path: OsText,
-    /// The length of `path` in bytes (AF_UNIX allows at most 107).
+    /// The length of `path` in bytes (`AF_UNIX` allows at most 107).
     pub path_len: usize,
     /// `lstat(path)`: the entry itself.
     pub lstat: FileFacts,

@@ -25,7 +25,12 @@ pub struct Request {
 
 impl Request {
     /// A request with rank 0 of 1 and the default supported backend.
-    pub fn new(mode: Option<&str>, learner_device: &str, collector_device: Option<&str>, backend: &str) -> Self {
+    pub fn new(
+        mode: Option<&str>,
+        learner_device: &str,
+        collector_device: Option<&str>,
+        backend: &str,
+    ) -> Self {
         Self {
             mode: mode.map(str::to_owned),
             learner_device: learner_device.to_owned(),

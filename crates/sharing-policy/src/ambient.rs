@@ -1,0 +1,82 @@
+//! The null (unconfigured) request: best-effort evidence of ambient MPS state; never rejects.
+
+use crate::daemon::{self, DaemonStatus};
+use crate::device::parse_cuda_index;
+use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMA, gpu};
+
+/// Records what the snapshot shows for an unconfigured rank (the seed's `_probe_ambient`).
+///
+/// Nothing is validated and nothing rejects: unresolvable facts are `None`. When neither device
+/// is a CUDA device (learner `cpu`, no collector) nothing in the snapshot is looked at beyond the
+/// raw `CUDA_MPS_PIPE_DIRECTORY`. A snapshot of another schema is not interpreted at all.
+/// `ambient_server` is true exactly when the daemon answered live.
+pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
+    let mut evidence = Evidence {
+        configured: None,
+        effective: None,
+        validated: false,
+        rank: request.rank,
+        world_size: request.world_size,
+        learner_device: Some(request.learner_device.clone()),
+        collector_device: request.collector_device.clone(),
+        learner_gpu_uuid: None,
+        collector_gpu_uuid: None,
+        pipe_directory_env: None,
+        pipe_directory: None,
+        control_pipe: None,
+        control_pipe_kind: None,
+        server_pid: None,
+        ambient_server: false,
+        daemon_pid: None,
+    };
+    if facts.schema != SCHEMA {
+        return evidence;
+    }
+    let env = &facts.env;
+    evidence.pipe_directory_env = env
+        .cuda_mps_pipe_directory
+        .as_ref()
+        .map(OsText::to_string_lossy);
+    let learner_index = parse_cuda_index(&request.learner_device).ok();
+    let collector_index = request
+        .collector_device
+        .as_deref()
+        .and_then(|d| parse_cuda_index(d).ok());
+    if learner_index.is_none() && collector_index.is_none() {
+        return evidence;
+    }
+
+    let directory = env.effective_pipe_directory();
+    let path = env.control_pipe_path();
+    evidence.pipe_directory = Some(directory.to_string_lossy());
+    evidence.control_pipe = Some(path.to_string_lossy());
+    evidence.control_pipe_kind = facts
+        .control_pipe
+        .as_ref()
+        .filter(|pipe| pipe.directory == directory && pipe.path == path)
+        .and_then(|pipe| match pipe.stat.kind {
+            FileKind::Socket => Some("unix_socket".to_owned()),
+            FileKind::Fifo => Some("fifo".to_owned()),
+            _ => None,
+        });
+    if let DaemonStatus::Live { server_pid } =
+        daemon::status(facts.daemon_query.as_ref(), directory.as_bytes())
+    {
+        evidence.ambient_server = true;
+        evidence.server_pid = server_pid;
+    }
+    evidence.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
+
+    let table = gpu::host_table(facts.gpu_query.as_ref());
+    if learner_index.is_some() {
+        evidence.learner_gpu_uuid = match &facts.learner_uuid {
+            Some(supplied) => gpu_uuid::GpuUuid::parse(supplied).ok(),
+            None => learner_index.and_then(|i| gpu::resolve_index(i, env, &table).ok()),
+        }
+        .map(|uuid| uuid.canonical_token());
+    }
+    evidence.collector_gpu_uuid = collector_index
+        .and_then(|i| gpu::resolve_index(i, env, &table).ok())
+        .map(|uuid| uuid.canonical_token());
+    evidence
+}

@@ -1,0 +1,625 @@
+//! The ordered checks of an explicit request. `validate` reports the first finding, `explain`
+//! all of them; both come from this one walk, so they cannot disagree.
+
+use gpu_uuid::GpuUuid;
+
+use crate::daemon::{self, DaemonStatus};
+use crate::device::{DeviceError, parse_cuda_index};
+use crate::gpu::{self, Failure};
+use crate::text::repr;
+use crate::{Code, Evidence, FileKind, Finding, HostFacts, PipeFacts, Request, SCHEMA, start};
+
+/// The prefix of every explicit-request message, as in the seed.
+const MPS: &str = "training.cuda_process_sharing='mps'";
+/// The prefix of the learner-identity messages (the seed drops `='mps'` there).
+const SHARING: &str = "training.cuda_process_sharing";
+/// The longest path an `AF_UNIX` socket accepts (`sun_path` is 108 bytes with the terminator).
+pub(crate) const MAX_SOCKET_PATH: usize = 107;
+
+/// Which of the two processes a device belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Learner,
+    Collector,
+}
+
+impl Role {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Learner => "learner",
+            Self::Collector => "collector",
+        }
+    }
+}
+
+/// Whether `mode` is the explicit request (`mps`, any ASCII case, surrounding whitespace).
+pub(crate) fn is_mps(mode: &str) -> bool {
+    mode.trim().eq_ignore_ascii_case("mps")
+}
+
+/// The normalised backend name (the seed's `strip().lower()`).
+fn normalise_backend(backend: &str) -> String {
+    backend.trim().to_lowercase()
+}
+
+/// The result of walking every check.
+pub(crate) struct Assessment {
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) evidence: Evidence,
+}
+
+/// What the identity checks established.
+#[derive(Default)]
+struct Identity {
+    learner: Option<GpuUuid>,
+    collector: Option<GpuUuid>,
+}
+
+impl Identity {
+    /// The GPU a suggested daemon should be pinned to: the one both sides agree on, or the
+    /// only one known.
+    fn pin(&self) -> Option<String> {
+        match (self.learner, self.collector) {
+            (Some(l), Some(c)) if l != c => None,
+            (Some(uuid), _) | (None, Some(uuid)) => Some(uuid.to_string()),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Walks every prerequisite of an explicit request in the seed's order.
+pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
+    let mut findings = Vec::new();
+    let mode = request.mode.as_deref().unwrap_or_default();
+    if !is_mps(mode) {
+        findings.push(Finding::new(
+            Code::UnsupportedMode,
+            format!(
+                "Unsupported training.cuda_process_sharing={}; expected null or 'mps'. An explicit 'mps' request never falls back to multi-context CUDA execution.",
+                repr(mode)
+            ),
+            format!("mode {}", repr(mode)),
+            "set training.cuda_process_sharing to null or 'mps'".to_owned(),
+        ));
+    }
+    let schema_ok = facts.schema == SCHEMA;
+    if !schema_ok {
+        findings.push(Finding::new(
+            Code::UnsupportedSnapshotSchema,
+            format!(
+                "{MPS} cannot use this host snapshot: its schema is {}, and this validator reads only {}. Capture the host again with this version of mps-preflight.",
+                repr(&facts.schema),
+                repr(SCHEMA)
+            ),
+            format!("schema {}", repr(&facts.schema)),
+            "capture the host again with this version of mps-preflight".to_owned(),
+        ));
+    }
+    check_backend(request, &mut findings);
+    if schema_ok && facts.os != "linux" {
+        findings.push(Finding::new(
+            Code::UnsupportedOs,
+            format!(
+                "{MPS} requires Linux; got os={}. CUDA MPS exists only on Linux: set training.cuda_process_sharing to null on this host.",
+                repr(&facts.os)
+            ),
+            format!("os {}", repr(&facts.os)),
+            "run on Linux, or set training.cuda_process_sharing to null".to_owned(),
+        ));
+    }
+    if request.rank < 0 || request.world_size < 1 || request.rank >= request.world_size {
+        findings.push(Finding::new(
+            Code::InvalidRank,
+            format!(
+                "{MPS} requires a valid rank in [0, world_size); got rank={}, world_size={}. Pass this process's data-parallel rank and the number of ranks.",
+                request.rank, request.world_size
+            ),
+            format!("rank={}, world_size={}", request.rank, request.world_size),
+            "pass a rank in [0, world_size) and a world_size of at least 1".to_owned(),
+        ));
+    }
+    let backend = normalise_backend(&request.backend);
+    if request.collector_device.is_none() {
+        findings.push(Finding::new(
+            Code::MissingCollector,
+            format!(
+                "{MPS} requires a CUDA collector process device; the {backend} learner/collector rank-local binding did not produce one. Configure a CUDA collector device (for example cuda:0) or set training.cuda_process_sharing to null."
+            ),
+            "no collector device".to_owned(),
+            "configure a CUDA collector device, for example cuda:0".to_owned(),
+        ));
+    }
+    let learner_index = device_index(Role::Learner, &request.learner_device, &mut findings);
+    let collector_index = request
+        .collector_device
+        .as_deref()
+        .and_then(|device| device_index(Role::Collector, device, &mut findings));
+
+    let mut identity = Identity::default();
+    let mut pipe = None;
+    let mut server_pid = None;
+    let mut daemon_pid = None;
+    if schema_ok {
+        identity = check_identity(facts, learner_index, collector_index, &mut findings);
+        let pin = identity.pin();
+        pipe = check_pipe(facts, pin.as_deref(), &mut findings);
+        server_pid = check_daemon(facts, pin.as_deref(), &mut findings);
+        daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
+    }
+
+    let configured = Some("mps".to_owned());
+    let evidence = Evidence {
+        configured: configured.clone(),
+        effective: configured,
+        validated: findings.is_empty(),
+        rank: request.rank,
+        world_size: request.world_size,
+        learner_device: learner_index.map(|i| format!("cuda:{i}")),
+        collector_device: collector_index.map(|i| format!("cuda:{i}")),
+        learner_gpu_uuid: identity.learner.map(|u| u.canonical_token()),
+        collector_gpu_uuid: identity.collector.map(|u| u.canonical_token()),
+        pipe_directory_env: facts
+            .env
+            .cuda_mps_pipe_directory
+            .as_ref()
+            .map(crate::OsText::to_string_lossy),
+        pipe_directory: pipe.as_ref().map(|p| p.directory.clone()),
+        control_pipe: pipe.as_ref().map(|p| p.path.clone()),
+        control_pipe_kind: pipe.map(|p| p.kind.to_owned()),
+        server_pid,
+        ambient_server: false,
+        daemon_pid,
+    };
+    Assessment { findings, evidence }
+}
+
+fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
+    let backend = normalise_backend(&request.backend);
+    let supported: Vec<String> = request
+        .supported_backends
+        .iter()
+        .map(|b| normalise_backend(b))
+        .collect();
+    if supported.contains(&backend) {
+        return;
+    }
+    let is_default = supported.len() == 1
+        && supported.first().map(String::as_str) == Some(crate::DEFAULT_SUPPORTED_BACKEND);
+    let (message, fix) = if is_default {
+        (
+            format!(
+                "{MPS} supports only the mjwarp backend in this release; got training.sim_backend={}. Use training.sim_backend='mjwarp', or set training.cuda_process_sharing to null.",
+                repr(&request.backend)
+            ),
+            "use training.sim_backend='mjwarp', or set training.cuda_process_sharing to null"
+                .to_owned(),
+        )
+    } else if supported.is_empty() {
+        (
+            format!(
+                "{MPS} supports no backend here: the configured list of supported backends is empty; got training.sim_backend={}. Configure the supported backends, or set training.cuda_process_sharing to null.",
+                repr(&request.backend)
+            ),
+            "configure the supported backends, or set training.cuda_process_sharing to null"
+                .to_owned(),
+        )
+    } else {
+        let list = supported
+            .iter()
+            .map(|b| repr(b))
+            .collect::<Vec<_>>()
+            .join(", ");
+        (
+            format!(
+                "{MPS} supports only the configured backends {list}; got training.sim_backend={}. Use one of them, or set training.cuda_process_sharing to null.",
+                repr(&request.backend)
+            ),
+            format!("use one of the backends {list}, or set training.cuda_process_sharing to null"),
+        )
+    };
+    findings.push(Finding::new(
+        Code::UnsupportedBackend,
+        message,
+        format!("backend {}", repr(&request.backend)),
+        fix,
+    ));
+}
+
+fn device_index(role: Role, device: &str, findings: &mut Vec<Finding>) -> Option<u32> {
+    let field = format!("{}_device", role.name());
+    match parse_cuda_index(device) {
+        Ok(index) => Some(index),
+        Err(DeviceError::NotCuda) => {
+            findings.push(Finding::new(
+                Code::NotCudaDevice,
+                format!(
+                    "{MPS} requires CUDA learner and collector devices; got {field}={}. Use cuda or cuda:<index> for both.",
+                    repr(device)
+                ),
+                format!("{field}={}", repr(device)),
+                format!("set {field} to cuda or cuda:<index>"),
+            ));
+            None
+        }
+        Err(DeviceError::InvalidIndex) => {
+            findings.push(Finding::new(
+                Code::InvalidCudaDevice,
+                format!(
+                    "{MPS} received invalid CUDA device {} for {field}; a CUDA device is cuda or cuda:<index> with a plain decimal index.",
+                    repr(device)
+                ),
+                format!("{field}={}", repr(device)),
+                format!("set {field} to cuda:<decimal index>, for example cuda:0"),
+            ));
+            None
+        }
+    }
+}
+
+/// Resolves both physical GPUs (deliberate change 1: the learner's from the caller-supplied
+/// UUID or, like the collector's, from `CUDA_VISIBLE_DEVICES` and the host table; nothing
+/// initialises CUDA) and checks they are one.
+fn check_identity(
+    facts: &HostFacts,
+    learner_index: Option<u32>,
+    collector_index: Option<u32>,
+    findings: &mut Vec<Finding>,
+) -> Identity {
+    let table = gpu::host_table(facts.gpu_query.as_ref());
+    let mut identity = Identity::default();
+    let mut learner_failure = None;
+    if let Some(index) = learner_index {
+        match &facts.learner_uuid {
+            Some(supplied) => match GpuUuid::parse(supplied) {
+                Ok(uuid) => identity.learner = Some(uuid),
+                Err(err) => findings.push(Finding::new(
+                    Code::LearnerUuidUnresolved,
+                    format!(
+                        "{SHARING} could not resolve the learner CUDA device UUID: the supplied learner UUID {} is not a GPU UUID ({err}). Pass the UUID the learner's CUDA runtime reports (GPU-…), or none to resolve it from CUDA_VISIBLE_DEVICES.",
+                        repr(supplied)
+                    ),
+                    format!("learner UUID {}", repr(supplied)),
+                    "pass the learner's GPU UUID as GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".to_owned(),
+                )),
+            },
+            None => match gpu::resolve_index(index, &facts.env, &table) {
+                Ok(uuid) => identity.learner = Some(uuid),
+                Err(failure) => {
+                    findings.push(gpu_finding(Role::Learner, index, &failure));
+                    learner_failure = Some(failure.code(Role::Learner));
+                }
+            },
+        }
+    }
+    if let Some(index) = collector_index {
+        match gpu::resolve_index(index, &facts.env, &table) {
+            Ok(uuid) => identity.collector = Some(uuid),
+            Err(failure) => {
+                let code = failure.code(Role::Collector);
+                // One host-level problem (a MIG mask, an untrusted order, an odd record) is one
+                // unmet prerequisite, even though both devices hit it.
+                if learner_failure != Some(code) || code == Code::CollectorUuidUnresolved {
+                    findings.push(gpu_finding(Role::Collector, index, &failure));
+                }
+            }
+        }
+    }
+    if let (Some(learner), Some(collector)) = (identity.learner, identity.collector)
+        && learner != collector
+    {
+        let (l, c) = (learner.canonical_token(), collector.canonical_token());
+        findings.push(Finding::new(
+            Code::DifferentGpus,
+            format!(
+                "{MPS} requires the learner and collector to share one physical GPU. Resolved UUIDs: learner={}, collector={}. Give both processes the same GPU, ideally as CUDA_VISIBLE_DEVICES={learner}.",
+                repr(&l),
+                repr(&c)
+            ),
+            format!("learner={learner}, collector={collector}"),
+            format!("run both processes on one GPU, e.g. with CUDA_VISIBLE_DEVICES={learner} and device cuda:0"),
+        ));
+    }
+    identity
+}
+
+/// The finding for a device whose GPU could not be resolved.
+fn gpu_finding(role: Role, index: u32, failure: &Failure) -> Finding {
+    let device = format!("cuda:{index}");
+    let code = failure.code(role);
+    let found = failure.describe();
+    let (message, fix) = match (code, failure) {
+        (Code::MigVisibilityUnsupported, _) => (
+            format!(
+                "{MPS} cannot map the {} device {device} to a physical GPU: {found}, and MIG devices are not supported. Set CUDA_VISIBLE_DEVICES to a full GPU UUID (GPU-…) or unset it.",
+                role.name()
+            ),
+            "set CUDA_VISIBLE_DEVICES to a full GPU UUID (GPU-…), or unset it".to_owned(),
+        ),
+        (Code::AmbiguousDeviceOrder, _) => (
+            format!(
+                "{MPS} cannot trust index-based device mapping for the {} device {device}: {found}, so CUDA's device order may differ from nvidia-smi's. Set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…), or export CUDA_DEVICE_ORDER=PCI_BUS_ID.",
+                role.name()
+            ),
+            "set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…), or export CUDA_DEVICE_ORDER=PCI_BUS_ID".to_owned(),
+        ),
+        (Code::InconsistentSnapshot, _) => (
+            format!("{MPS} cannot use this host snapshot: {found}. Capture the host again with mps-preflight."),
+            "capture the host again with mps-preflight".to_owned(),
+        ),
+        (Code::CudaUnavailable, Failure::NoneVisible(_)) => (
+            format!(
+                "{SHARING} requires CUDA, but CUDA is unavailable for the learner device {device}: {found}. Set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…) or unset it."
+            ),
+            "set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…), or unset it".to_owned(),
+        ),
+        (Code::CudaUnavailable, _) => (
+            format!(
+                "{SHARING} requires CUDA, but CUDA is unavailable for the learner device {device}: {found}. Check the NVIDIA driver with `nvidia-smi`, or pass the learner's GPU UUID."
+            ),
+            "check the NVIDIA driver with `nvidia-smi`, or pass the learner's GPU UUID".to_owned(),
+        ),
+        (Code::DeviceOutOfRange, _) => (
+            format!(
+                "{SHARING} learner device {device} is out of range; {found}. Use a smaller index, or widen CUDA_VISIBLE_DEVICES."
+            ),
+            "use an index below the number of visible GPUs, or widen CUDA_VISIBLE_DEVICES".to_owned(),
+        ),
+        _ => (
+            format!(
+                "{MPS} could not resolve the collector CUDA UUID for '{device}' ({found}); run nvidia-smi --query-gpu=index,uuid --format=csv and verify the rank-local mask."
+            ),
+            "run nvidia-smi --query-gpu=index,uuid --format=csv and verify the rank-local CUDA_VISIBLE_DEVICES".to_owned(),
+        ),
+    };
+    Finding::new(code, message, found, fix)
+}
+
+/// The pipe facts that made it into the evidence.
+struct PipeEvidence {
+    directory: String,
+    path: String,
+    kind: &'static str,
+}
+
+fn inconsistent(what: String) -> Finding {
+    Finding::new(
+        Code::InconsistentSnapshot,
+        format!(
+            "{MPS} cannot use this host snapshot: {what}. Capture the host again with mps-preflight."
+        ),
+        what,
+        "capture the host again with mps-preflight".to_owned(),
+    )
+}
+
+fn describe_kind(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::Socket => "a Unix socket",
+        FileKind::Fifo => "a FIFO",
+        FileKind::Regular => "a regular file",
+        FileKind::Directory => "a directory",
+        FileKind::Symlink => "a symbolic link",
+        FileKind::CharDevice => "a character device",
+        FileKind::BlockDevice => "a block device",
+        FileKind::Missing => "missing",
+        FileKind::Unknown => "unknown",
+    }
+}
+
+fn describe_owner(pipe: &PipeFacts) -> String {
+    let mode = pipe
+        .stat
+        .mode
+        .or(pipe.lstat.mode)
+        .map_or_else(|| "unknown".to_owned(), |m| format!("{m:04o}"));
+    let owner = pipe
+        .stat
+        .uid
+        .or(pipe.lstat.uid)
+        .map_or_else(|| "unknown".to_owned(), |u| u.to_string());
+    let user = pipe
+        .access
+        .uid
+        .map_or_else(|| "unknown".to_owned(), |u| u.to_string());
+    format!("mode {mode}, owner uid {owner}, probing uid {user}")
+}
+
+/// The control pipe: path length (deliberate change 5), presence, kind, access.
+fn check_pipe(
+    facts: &HostFacts,
+    pin: Option<&str>,
+    findings: &mut Vec<Finding>,
+) -> Option<PipeEvidence> {
+    let env = &facts.env;
+    let directory_raw = env.effective_pipe_directory();
+    let Some(directory) = directory_raw.as_str() else {
+        let lossy = directory_raw.to_string_lossy();
+        findings.push(Finding::new(
+            Code::NonUtf8PipeDirectory,
+            format!(
+                "{MPS} cannot use CUDA_MPS_PIPE_DIRECTORY={}: it is not valid UTF-8. Use a UTF-8 path for the daemon's pipe directory.",
+                repr(&lossy)
+            ),
+            format!("CUDA_MPS_PIPE_DIRECTORY={}", repr(&lossy)),
+            "export CUDA_MPS_PIPE_DIRECTORY=<a UTF-8 path> for the daemon and both processes".to_owned(),
+        ));
+        return None;
+    };
+    let path_raw = env.control_pipe_path();
+    let path = path_raw.as_str().unwrap_or_default().to_owned();
+    let start = || start::render(directory, env.cuda_mps_log_directory.as_ref(), pin);
+    let Some(pipe) = &facts.control_pipe else {
+        findings.push(Finding::new(
+            Code::ControlPipeMissing,
+            format!(
+                "{MPS} found no control pipe at {path}: the snapshot holds no observation of it. Capture the host again, or start a control daemon with: {}",
+                start()
+            ),
+            "the control pipe was not observed".to_owned(),
+            start(),
+        ));
+        return None;
+    };
+    if pipe.directory != directory_raw || pipe.path != path_raw {
+        findings.push(inconsistent(format!(
+            "its control pipe record is for {}, but the effective control pipe is {}",
+            repr(&pipe.path.to_string_lossy()),
+            repr(&path)
+        )));
+        return None;
+    }
+    if path.len() > MAX_SOCKET_PATH {
+        findings.push(Finding::new(
+            Code::ControlPathTooLong,
+            format!(
+                "{MPS} cannot use control pipe {path}: the path is {} bytes, longer than a Unix socket path allows ({MAX_SOCKET_PATH} bytes), so no daemon can listen there. Use a shorter CUDA_MPS_PIPE_DIRECTORY (for example /tmp/nvidia-mps).",
+                path.len()
+            ),
+            format!("a {}-byte control path", path.len()),
+            "export CUDA_MPS_PIPE_DIRECTORY=<a directory whose control path fits in 107 bytes> for the daemon and both processes".to_owned(),
+        ));
+    }
+    let kind = match (pipe.lstat.kind, pipe.stat.kind) {
+        (FileKind::Missing, _) | (FileKind::Symlink, FileKind::Missing) => {
+            let dangling = if pipe.lstat.kind == FileKind::Symlink {
+                " (a dangling symbolic link)"
+            } else {
+                ""
+            };
+            findings.push(Finding::new(
+                Code::ControlPipeMissing,
+                format!("{MPS} found no control pipe at {path}{dangling}. Start a control daemon with: {}", start()),
+                format!("nothing at {path}{dangling}"),
+                start(),
+            ));
+            return None;
+        }
+        (FileKind::Unknown, _) | (_, FileKind::Unknown) => {
+            let error = pipe
+                .lstat
+                .error
+                .as_deref()
+                .or(pipe.stat.error.as_deref())
+                .unwrap_or("unknown error");
+            findings.push(access_finding(
+                &path,
+                &format!("it could not be examined: {error}"),
+                pipe,
+            ));
+            return None;
+        }
+        (_, FileKind::Socket) => "unix_socket",
+        (_, FileKind::Fifo) => "fifo",
+        (_, other) => {
+            findings.push(Finding::new(
+                Code::NotAControlPipe,
+                format!(
+                    "{MPS} requires a live control socket or FIFO at {path}; that path is not a daemon control pipe (it is {}). Move it aside and start a control daemon with: {}",
+                    describe_kind(other),
+                    start()
+                ),
+                format!("{path} is {}", describe_kind(other)),
+                format!("move {} aside, then: {}", crate::shell_quote(&path), start()),
+            ));
+            return None;
+        }
+    };
+    let traversable = pipe.access.directory_traversable;
+    let read_write = pipe.access.read_write;
+    if traversable != Some(true) || read_write != Some(true) {
+        let why = match (traversable, read_write) {
+            (Some(false), _) => "its directory cannot be searched by the launching user".to_owned(),
+            (_, Some(false)) => "the launching user cannot read and write it".to_owned(),
+            _ => format!(
+                "access was not established{}",
+                pipe.access
+                    .error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ),
+        };
+        findings.push(access_finding(&path, &why, pipe));
+        return None;
+    }
+    Some(PipeEvidence {
+        directory: directory.to_owned(),
+        path,
+        kind,
+    })
+}
+
+fn access_finding(path: &str, why: &str, pipe: &PipeFacts) -> Finding {
+    Finding::new(
+        Code::ControlPipeInaccessible,
+        format!(
+            "{MPS} cannot access control pipe {path}; the launching user must be able to read and write the daemon's explicitly owned pipe directory ({why}; {}). Run as the daemon's user, or give the launching user access to the pipe directory.",
+            describe_owner(pipe)
+        ),
+        format!("{why}; {}", describe_owner(pipe)),
+        "run as the daemon's user, or give the launching user search access to the pipe directory and read-write access to its control socket".to_owned(),
+    )
+}
+
+/// The daemon's answer (deliberate change 4: live = a read-only query exited 0 in time).
+fn check_daemon(facts: &HostFacts, pin: Option<&str>, findings: &mut Vec<Finding>) -> Option<i64> {
+    let env = &facts.env;
+    let directory = env.effective_pipe_directory();
+    let path = env.control_pipe_path().to_string_lossy();
+    let start = start::render(
+        &directory.to_string_lossy(),
+        env.cuda_mps_log_directory.as_ref(),
+        pin,
+    );
+    let status = daemon::status(facts.daemon_query.as_ref(), directory.as_bytes());
+    let (code, reason, fix) = match status {
+        DaemonStatus::Live { server_pid } => return server_pid,
+        DaemonStatus::NotTheProbe(why) => {
+            findings.push(inconsistent(why));
+            return None;
+        }
+        DaemonStatus::NotQueried => (
+            Code::DaemonUnreachable,
+            "the snapshot holds no daemon query".to_owned(),
+            format!("verify the daemon and retry: {start}"),
+        ),
+        DaemonStatus::SpawnFailed(error) => (
+            Code::DaemonUnreachable,
+            format!(
+                "{} could not be started: {error}",
+                crate::DAEMON_QUERY_PROGRAM
+            ),
+            "install the NVIDIA CUDA MPS tools (nvidia-cuda-mps-control) and put them on PATH"
+                .to_owned(),
+        ),
+        DaemonStatus::NoAnswer(detail) => (
+            Code::DaemonUnreachable,
+            detail,
+            format!("verify the daemon and retry: {start}"),
+        ),
+        DaemonStatus::TimedOut { timeout_ms } => (
+            Code::DaemonTimedOut,
+            format!(
+                "the query did not answer within {timeout_ms} ms; the daemon may be stopped or wedged"
+            ),
+            format!(
+                "check the daemon process (is it stopped?); if it is wedged, stop it as its owner and start it again: {start}"
+            ),
+        ),
+        DaemonStatus::Unrecognized(detail) => (
+            Code::DaemonAnswerUnrecognized,
+            format!("it answered in an unrecognised way ({detail})"),
+            format!(
+                "check the daemon with: echo get_default_active_thread_percentage | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control",
+                crate::shell_quote(&directory.to_string_lossy())
+            ),
+        ),
+    };
+    findings.push(Finding::new(
+        code,
+        format!("{MPS} could not reach the control daemon through {path}: {reason}. Verify the daemon and retry: {start}"),
+        reason,
+        fix,
+    ));
+    None
+}

@@ -1,0 +1,204 @@
+//! Stable, kebab-case codes: one per kind of unmet prerequisite.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of prerequisite was not met. The kebab-case spelling ([`Code::as_str`]) is stable:
+/// scripts and dashboards may match on it. Variants are listed in the validator's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Code {
+    /// The requested mode is neither null nor `mps`.
+    UnsupportedMode,
+    /// The snapshot's `schema` is not [`crate::SCHEMA`].
+    UnsupportedSnapshotSchema,
+    /// The simulation backend is not one of the supported backends.
+    UnsupportedBackend,
+    /// The host is not Linux.
+    UnsupportedOs,
+    /// `rank` is not in `[0, world_size)`.
+    InvalidRank,
+    /// No collector device was given.
+    MissingCollector,
+    /// A device string is not `cuda` or `cuda:<index>`.
+    NotCudaDevice,
+    /// A `cuda:` device has an index that is not a plain decimal number.
+    InvalidCudaDevice,
+    /// No GPU can be seen: no host GPU table, or the mask hides every GPU.
+    CudaUnavailable,
+    /// The learner's index is not below the number of visible GPUs.
+    DeviceOutOfRange,
+    /// `CUDA_VISIBLE_DEVICES` names MIG devices, which this validator does not map.
+    MigVisibilityUnsupported,
+    /// Indices would be mapped through `nvidia-smi` on a host where CUDA's order may differ.
+    AmbiguousDeviceOrder,
+    /// The caller-supplied learner UUID is not a GPU UUID.
+    LearnerUuidUnresolved,
+    /// The learner and the collector resolve to different physical GPUs.
+    DifferentGpus,
+    /// The collector's GPU UUID could not be proven.
+    CollectorUuidUnresolved,
+    /// The snapshot's records disagree with each other or with the request's environment.
+    InconsistentSnapshot,
+    /// The effective pipe directory is not valid UTF-8.
+    NonUtf8PipeDirectory,
+    /// `<pipe directory>/control` is longer than a Unix socket path allows.
+    ControlPathTooLong,
+    /// Nothing is at `<pipe directory>/control`.
+    ControlPipeMissing,
+    /// `<pipe directory>/control` is neither a socket nor a FIFO.
+    NotAControlPipe,
+    /// The probing user cannot reach or use the control pipe.
+    ControlPipeInaccessible,
+    /// The control daemon did not answer (absent, unreachable, or not queried).
+    DaemonUnreachable,
+    /// The control daemon query did not finish within its deadline.
+    DaemonTimedOut,
+    /// The control daemon query exited 0 but printed something this validator does not know.
+    DaemonAnswerUnrecognized,
+}
+
+impl Code {
+    /// Every code, in the validator's order.
+    pub const ALL: [Self; 24] = [
+        Self::UnsupportedMode,
+        Self::UnsupportedSnapshotSchema,
+        Self::UnsupportedBackend,
+        Self::UnsupportedOs,
+        Self::InvalidRank,
+        Self::MissingCollector,
+        Self::NotCudaDevice,
+        Self::InvalidCudaDevice,
+        Self::CudaUnavailable,
+        Self::DeviceOutOfRange,
+        Self::MigVisibilityUnsupported,
+        Self::AmbiguousDeviceOrder,
+        Self::LearnerUuidUnresolved,
+        Self::DifferentGpus,
+        Self::CollectorUuidUnresolved,
+        Self::InconsistentSnapshot,
+        Self::NonUtf8PipeDirectory,
+        Self::ControlPathTooLong,
+        Self::ControlPipeMissing,
+        Self::NotAControlPipe,
+        Self::ControlPipeInaccessible,
+        Self::DaemonUnreachable,
+        Self::DaemonTimedOut,
+        Self::DaemonAnswerUnrecognized,
+    ];
+
+    /// The stable kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnsupportedMode => "unsupported-mode",
+            Self::UnsupportedSnapshotSchema => "unsupported-snapshot-schema",
+            Self::UnsupportedBackend => "unsupported-backend",
+            Self::UnsupportedOs => "unsupported-os",
+            Self::InvalidRank => "invalid-rank",
+            Self::MissingCollector => "missing-collector",
+            Self::NotCudaDevice => "not-cuda-device",
+            Self::InvalidCudaDevice => "invalid-cuda-device",
+            Self::CudaUnavailable => "cuda-unavailable",
+            Self::DeviceOutOfRange => "device-out-of-range",
+            Self::MigVisibilityUnsupported => "mig-visibility-unsupported",
+            Self::AmbiguousDeviceOrder => "ambiguous-device-order",
+            Self::LearnerUuidUnresolved => "learner-uuid-unresolved",
+            Self::DifferentGpus => "different-gpus",
+            Self::CollectorUuidUnresolved => "collector-uuid-unresolved",
+            Self::InconsistentSnapshot => "inconsistent-snapshot",
+            Self::NonUtf8PipeDirectory => "non-utf8-pipe-directory",
+            Self::ControlPathTooLong => "control-path-too-long",
+            Self::ControlPipeMissing => "control-pipe-missing",
+            Self::NotAControlPipe => "not-a-control-pipe",
+            Self::ControlPipeInaccessible => "control-pipe-inaccessible",
+            Self::DaemonUnreachable => "daemon-unreachable",
+            Self::DaemonTimedOut => "daemon-timed-out",
+            Self::DaemonAnswerUnrecognized => "daemon-answer-unrecognized",
+        }
+    }
+
+    /// Why this prerequisite matters, in one or two sentences (the same for every finding of
+    /// this code).
+    pub fn why(self) -> &'static str {
+        match self {
+            Self::UnsupportedMode => {
+                "Only null (no sharing requested) and 'mps' have a meaning; an explicit request never falls back to multi-context CUDA execution."
+            }
+            Self::UnsupportedSnapshotSchema => {
+                "A snapshot of another schema may record facts with other meanings; interpreting it could pass a host that was never proven."
+            }
+            Self::UnsupportedBackend => {
+                "Only the listed backends run the learner and the collector as two processes bound to one rank-local GPU."
+            }
+            Self::UnsupportedOs => "CUDA MPS exists only on Linux.",
+            Self::InvalidRank => {
+                "The evidence is recorded per rank; a rank outside [0, world_size) names no process of this run."
+            }
+            Self::MissingCollector => {
+                "MPS sharing is between the learner and a collector process; without a collector there is nothing to share."
+            }
+            Self::NotCudaDevice => {
+                "Both processes must be CUDA clients of the same MPS daemon; other device families do not use MPS."
+            }
+            Self::InvalidCudaDevice => {
+                "A device index must be a plain decimal number so that it names exactly one visible GPU."
+            }
+            Self::CudaUnavailable => {
+                "Without a visible GPU (or a host GPU table to identify it) the learner's physical GPU cannot be proven."
+            }
+            Self::DeviceOutOfRange => {
+                "CUDA numbers the visible GPUs 0..n-1; an index at or beyond n names no GPU."
+            }
+            Self::MigVisibilityUnsupported => {
+                "A MIG instance is not a whole GPU, and MPS on MIG needs one daemon per instance; this validator cannot prove that topology."
+            }
+            Self::AmbiguousDeviceOrder => {
+                "nvidia-smi numbers GPUs in PCI order, CUDA fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID; on a mixed-model host an index can name different GPUs in the two orders."
+            }
+            Self::LearnerUuidUnresolved => {
+                "The learner's physical GPU is identified by its UUID; an unreadable UUID proves nothing."
+            }
+            Self::DifferentGpus => {
+                "MPS shares one physical GPU between processes; on different GPUs there is nothing to share."
+            }
+            Self::CollectorUuidUnresolved => {
+                "The collector's physical GPU must be proven equal to the learner's before sharing can be claimed."
+            }
+            Self::InconsistentSnapshot => {
+                "The snapshot's records must describe the same pipe directory and the expected read-only queries; otherwise they prove nothing about this request."
+            }
+            Self::NonUtf8PipeDirectory => {
+                "The pipe directory is recorded as text in the evidence and in the start command; a non-UTF-8 path cannot be recorded faithfully."
+            }
+            Self::ControlPathTooLong => {
+                "The daemon listens on <pipe directory>/control, a Unix socket; its path must fit in 107 bytes or the daemon cannot create it and clients cannot connect."
+            }
+            Self::ControlPipeMissing => {
+                "CUDA clients connect to the daemon through <pipe directory>/control; without it every process runs without MPS."
+            }
+            Self::NotAControlPipe => {
+                "The control daemon creates a Unix socket there; anything else cannot be a live daemon's control pipe."
+            }
+            Self::ControlPipeInaccessible => {
+                "A process that cannot reach and use the control pipe silently runs without MPS."
+            }
+            Self::DaemonUnreachable => {
+                "A control socket can outlive its daemon; only an answer from the daemon proves it is live."
+            }
+            Self::DaemonTimedOut => {
+                "A daemon that does not answer within the deadline (for example a stopped process) would hang every client's CUDA initialisation."
+            }
+            Self::DaemonAnswerUnrecognized => {
+                "Only the known answer shape proves a live daemon of a known protocol; anything else is treated as unproven."
+            }
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

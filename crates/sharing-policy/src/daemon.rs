@@ -1,0 +1,394 @@
+//! Interpreting the recorded daemon query and pid file (mps.md §5 c–e).
+
+use crate::text::repr;
+use crate::{
+    CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, PidFileFacts, QueryOutcome, QueryRecord,
+    parse_pid, probe_stdin,
+};
+
+/// What the control daemon query shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DaemonStatus {
+    /// The daemon answered: exit 0, the liveness line, zero or more server PIDs, empty stderr.
+    Live {
+        /// The first PID `get_server_list` printed (`None`: an idle daemon, no server yet).
+        server_pid: Option<i64>,
+    },
+    /// The snapshot holds no daemon query.
+    NotQueried,
+    /// The front-end could not be started.
+    SpawnFailed(String),
+    /// The query did not finish within its deadline (a frozen daemon).
+    TimedOut {
+        /// The deadline, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// The front-end exited non-zero or was killed: no daemon answered.
+    NoAnswer(String),
+    /// Exit 0, but the output is not the known shape (or was cut short or not UTF-8).
+    Unrecognized(String),
+    /// The record is not the read-only probe this validator interprets.
+    NotTheProbe(String),
+}
+
+/// The daemon's liveness answer to `get_default_active_thread_percentage`: `^\d+(\.\d+)?$`.
+fn is_percentage(line: &str) -> bool {
+    let (whole, fraction) = match line.split_once('.') {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (line, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(whole) && fraction.is_none_or(digits)
+}
+
+/// A server PID line: ASCII digits only (no sign, no spaces), a positive PID.
+fn server_pid_line(line: &str) -> Option<i64> {
+    if line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    parse_pid(line)
+}
+
+/// Whether the program as spawned is the control front-end (a bare name or a path to it).
+fn is_control_program(program: &str) -> bool {
+    program.rsplit('/').next() == Some(DAEMON_QUERY_PROGRAM)
+}
+
+fn describe_text(label: &str, text: &CapturedText) -> String {
+    let mut out = format!("{label} {}", repr(&text.text));
+    if text.truncated {
+        out.push_str(" (cut short)");
+    }
+    if text.non_utf8 {
+        out.push_str(" (not UTF-8)");
+    }
+    out
+}
+
+/// Checks that `record` is this crate's read-only probe: the control front-end, no arguments
+/// (argv commands are ignored by v2 daemons and look like success), [`DAEMON_PROBE`] on stdin,
+/// and — when the record sets one — `CUDA_MPS_PIPE_DIRECTORY` equal to `pipe_directory`.
+fn check_probe(record: &QueryRecord, pipe_directory: &[u8]) -> Result<(), String> {
+    if !is_control_program(&record.program) {
+        return Err(format!(
+            "the daemon query ran {} instead of {DAEMON_QUERY_PROGRAM}",
+            repr(&record.program)
+        ));
+    }
+    if !record.args.is_empty() {
+        return Err(format!(
+            "the daemon query passed arguments {:?}; the probe passes none",
+            record.args
+        ));
+    }
+    let expected = probe_stdin(&DAEMON_PROBE);
+    if record.stdin != expected {
+        return Err(format!(
+            "the daemon query sent {} instead of {}",
+            repr(&record.stdin),
+            repr(&expected)
+        ));
+    }
+    if let Some(dir) = record.env.get("CUDA_MPS_PIPE_DIRECTORY")
+        && dir.as_bytes() != pipe_directory
+    {
+        return Err(format!(
+            "the daemon query used CUDA_MPS_PIPE_DIRECTORY={}, not the effective pipe directory {}",
+            repr(&dir.to_string_lossy()),
+            repr(&String::from_utf8_lossy(pipe_directory)),
+        ));
+    }
+    Ok(())
+}
+
+/// Interprets the daemon query. Liveness = exit 0 within the deadline with the known output
+/// shape and an empty stderr; an empty server list is a healthy idle daemon.
+pub(crate) fn status(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> DaemonStatus {
+    let Some(record) = record else {
+        return DaemonStatus::NotQueried;
+    };
+    if let Err(why) = check_probe(record, pipe_directory) {
+        return DaemonStatus::NotTheProbe(why);
+    }
+    match &record.outcome {
+        QueryOutcome::SpawnFailed { error } => DaemonStatus::SpawnFailed(error.clone()),
+        QueryOutcome::TimedOut { .. } => DaemonStatus::TimedOut {
+            timeout_ms: record.timeout_ms,
+        },
+        QueryOutcome::Exited {
+            code: Some(0),
+            signal: _,
+            stdout,
+            stderr,
+        } => answer(stdout, stderr),
+        QueryOutcome::Exited {
+            code,
+            signal,
+            stdout,
+            stderr,
+        } => {
+            let how = match (code, signal) {
+                (Some(code), _) => format!("exit status {code}"),
+                (None, Some(signal)) => format!("killed by signal {signal}"),
+                (None, None) => "no exit status".to_owned(),
+            };
+            let mut detail = format!("{DAEMON_QUERY_PROGRAM} ended with {how}");
+            if !stderr.text.is_empty() || stderr.truncated {
+                detail.push_str(", ");
+                detail.push_str(&describe_text("stderr", stderr));
+            }
+            if !stdout.text.is_empty() || stdout.truncated {
+                detail.push_str(", ");
+                detail.push_str(&describe_text("stdout", stdout));
+            }
+            DaemonStatus::NoAnswer(detail)
+        }
+    }
+}
+
+fn answer(stdout: &CapturedText, stderr: &CapturedText) -> DaemonStatus {
+    let unrecognized = |why: &str| {
+        DaemonStatus::Unrecognized(format!(
+            "{why}: {}, {}",
+            describe_text("stdout", stdout),
+            describe_text("stderr", stderr)
+        ))
+    };
+    if stdout.truncated || stderr.truncated {
+        return unrecognized("the output was cut short");
+    }
+    if stdout.non_utf8 || stderr.non_utf8 {
+        return unrecognized("the output is not UTF-8");
+    }
+    if !stderr.text.is_empty() {
+        return unrecognized("exit 0 with a message on stderr");
+    }
+    let Some(body) = stdout.text.strip_suffix('\n') else {
+        return unrecognized(
+            "expected the active-thread percentage line, then one server PID per line",
+        );
+    };
+    let mut lines = body.split('\n');
+    if !lines.next().is_some_and(is_percentage) {
+        return unrecognized(
+            "expected the active-thread percentage line, then one server PID per line",
+        );
+    }
+    let mut server_pid = None;
+    for line in lines {
+        let Some(pid) = server_pid_line(line) else {
+            return unrecognized(
+                "expected the active-thread percentage line, then one server PID per line",
+            );
+        };
+        server_pid.get_or_insert(pid);
+    }
+    DaemonStatus::Live { server_pid }
+}
+
+/// The control daemon's PID from its pid file (550+ drivers), when that process is alive and,
+/// where its name was readable, is the control daemon (`/proc/<pid>/comm` holds at most 15
+/// bytes: `nvidia-cuda-mps`). Never required; `None` whenever anything is unproven.
+pub(crate) fn daemon_pid(pid_file: Option<&PidFileFacts>) -> Option<i64> {
+    let facts = pid_file?;
+    let contents = facts.contents.as_ref()?;
+    if contents.truncated || contents.non_utf8 || facts.pid_alive != Some(true) {
+        return None;
+    }
+    if let Some(name) = &facts.process_name {
+        let name = name.trim_end_matches('\n');
+        if name.len() < 15 || !DAEMON_QUERY_PROGRAM.starts_with(name) {
+            return None;
+        }
+    }
+    parse_pid(&contents.text)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::OsText;
+
+    fn record(outcome: QueryOutcome) -> QueryRecord {
+        QueryRecord {
+            program: DAEMON_QUERY_PROGRAM.to_owned(),
+            args: vec![],
+            stdin: probe_stdin(&DAEMON_PROBE),
+            env: BTreeMap::from([(
+                "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
+                OsText::from("/tmp/nvidia-mps"),
+            )]),
+            env_removed: vec!["CUDA_MPS_PROTOCOL_VERSION".to_owned()],
+            timeout_ms: 5000,
+            elapsed_ms: 3,
+            outcome,
+        }
+    }
+
+    fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
+        QueryOutcome::Exited {
+            code: Some(code),
+            signal: None,
+            stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
+            stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
+        }
+    }
+
+    fn status_of(outcome: QueryOutcome) -> DaemonStatus {
+        status(Some(&record(outcome)), b"/tmp/nvidia-mps")
+    }
+
+    #[test]
+    fn idle_daemon_is_live_without_a_server() {
+        assert_eq!(
+            status_of(exited(0, "100.0\n", "")),
+            DaemonStatus::Live { server_pid: None }
+        );
+    }
+
+    #[test]
+    fn first_server_pid_is_kept() {
+        assert_eq!(
+            status_of(exited(0, "100.0\n4428\n4511\n", "")),
+            DaemonStatus::Live {
+                server_pid: Some(4428)
+            }
+        );
+        assert_eq!(
+            status_of(exited(0, "50\n7\n", "")),
+            DaemonStatus::Live {
+                server_pid: Some(7)
+            }
+        );
+    }
+
+    #[test]
+    fn missing_daemon_is_no_answer() {
+        let got = status_of(exited(1, "", "Cannot find MPS control daemon process\n"));
+        assert!(
+            matches!(got, DaemonStatus::NoAnswer(ref d) if d.contains("exit status 1") && d.contains("Cannot find MPS control daemon process")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn odd_answers_are_unrecognized() {
+        for stdout in [
+            "",
+            "100.0",
+            "100.0\n\n",
+            "100.0\nServer not found\n",
+            "Unknown command \"get_default_active_thread_percentage\"\n",
+            "100.0\n+12\n",
+            "100.0\n 12\n",
+            "100.0\n0\n",
+            "1.\n",
+            ".5\n",
+            "100.0\n²\n",
+        ] {
+            assert!(
+                matches!(
+                    status_of(exited(0, stdout, "")),
+                    DaemonStatus::Unrecognized(_)
+                ),
+                "{stdout:?}"
+            );
+        }
+        assert!(matches!(
+            status_of(exited(0, "100.0\n", "warning\n")),
+            DaemonStatus::Unrecognized(_)
+        ));
+    }
+
+    #[test]
+    fn cut_short_or_non_utf8_is_unrecognized() {
+        let outcome = QueryOutcome::Exited {
+            code: Some(0),
+            signal: None,
+            stdout: CapturedText::from_bytes(b"100.0\n", true),
+            stderr: CapturedText::default(),
+        };
+        assert!(matches!(status_of(outcome), DaemonStatus::Unrecognized(_)));
+        let outcome = QueryOutcome::Exited {
+            code: Some(0),
+            signal: None,
+            stdout: CapturedText::from_bytes(b"100.0\n\xff\n", false),
+            stderr: CapturedText::default(),
+        };
+        assert!(matches!(status_of(outcome), DaemonStatus::Unrecognized(_)));
+    }
+
+    #[test]
+    fn timeout_and_spawn_failure_are_their_own_outcomes() {
+        let timed_out = QueryOutcome::TimedOut {
+            stdout: CapturedText::default(),
+            stderr: CapturedText::default(),
+        };
+        assert_eq!(
+            status_of(timed_out),
+            DaemonStatus::TimedOut { timeout_ms: 5000 }
+        );
+        let spawn = QueryOutcome::SpawnFailed {
+            error: "No such file or directory (os error 2)".to_owned(),
+        };
+        assert!(matches!(status_of(spawn), DaemonStatus::SpawnFailed(_)));
+        assert_eq!(status(None, b"/tmp/nvidia-mps"), DaemonStatus::NotQueried);
+    }
+
+    #[test]
+    fn a_different_query_is_not_the_probe() {
+        let mut argv = record(exited(0, "", ""));
+        argv.args = vec!["get_server_list".to_owned()];
+        assert!(matches!(
+            status(Some(&argv), b"/tmp/nvidia-mps"),
+            DaemonStatus::NotTheProbe(_)
+        ));
+        let mut stdin = record(exited(0, "", ""));
+        stdin.stdin = "get_server_list\n".to_owned();
+        assert!(matches!(
+            status(Some(&stdin), b"/tmp/nvidia-mps"),
+            DaemonStatus::NotTheProbe(_)
+        ));
+        let ok = record(exited(0, "100.0\n", ""));
+        assert!(matches!(
+            status(Some(&ok), b"/elsewhere"),
+            DaemonStatus::NotTheProbe(_)
+        ));
+        let mut path = record(exited(0, "100.0\n", ""));
+        path.program = "/usr/bin/nvidia-cuda-mps-control".to_owned();
+        assert_eq!(
+            status(Some(&path), b"/tmp/nvidia-mps"),
+            DaemonStatus::Live { server_pid: None }
+        );
+    }
+
+    #[test]
+    fn daemon_pid_needs_a_live_process() {
+        let facts = |text: &str, alive: Option<bool>, name: Option<&str>| PidFileFacts {
+            path: OsText::from("/tmp/nvidia-mps/nvidia-cuda-mps-control.pid"),
+            contents: Some(CapturedText::from_bytes(text.as_bytes(), false)),
+            error: None,
+            pid_alive: alive,
+            process_name: name.map(str::to_owned),
+        };
+        assert_eq!(
+            daemon_pid(Some(&facts("4242", Some(true), Some("nvidia-cuda-mps\n")))),
+            Some(4242)
+        );
+        assert_eq!(
+            daemon_pid(Some(&facts("4242", Some(true), None))),
+            Some(4242)
+        );
+        assert_eq!(daemon_pid(Some(&facts("4242", Some(false), None))), None);
+        assert_eq!(daemon_pid(Some(&facts("4242", None, None))), None);
+        assert_eq!(
+            daemon_pid(Some(&facts("4242", Some(true), Some("bash")))),
+            None
+        );
+        assert_eq!(daemon_pid(Some(&facts("+12", Some(true), None))), None);
+        assert_eq!(daemon_pid(Some(&facts("0", Some(true), None))), None);
+        assert_eq!(daemon_pid(None), None);
+    }
+}

@@ -1,0 +1,76 @@
+//! Device strings: `cuda` or `cuda:<decimal index>` (the seed's `_cuda_index`, made strict).
+
+/// Why a device string is not a usable CUDA device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeviceError {
+    /// Not `cuda` / `cuda:<something>` at all (e.g. `cpu`, `gpu:0`, `cuda:`).
+    NotCuda,
+    /// `cuda:<something>` whose index is not plain ASCII decimal digits that fit a `u32`.
+    InvalidIndex,
+}
+
+/// Parses a device string. Surrounding whitespace is ignored and `cuda` is matched in any ASCII
+/// case (as in the seed); the index must be ASCII digits only — no sign, underscore, inner
+/// whitespace or non-ASCII digit (the seed's Python `int()` accepted all of those).
+pub(crate) fn parse_cuda_index(device: &str) -> Result<u32, DeviceError> {
+    let value = device.trim();
+    if value.eq_ignore_ascii_case("cuda") {
+        return Ok(0);
+    }
+    let Some((base, index)) = value.split_once(':') else {
+        return Err(DeviceError::NotCuda);
+    };
+    if !base.eq_ignore_ascii_case("cuda") || index.is_empty() {
+        return Err(DeviceError::NotCuda);
+    }
+    if !index.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(DeviceError::InvalidIndex);
+    }
+    index.parse::<u32>().map_err(|_| DeviceError::InvalidIndex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_cuda_forms() {
+        assert_eq!(parse_cuda_index("cuda"), Ok(0));
+        assert_eq!(parse_cuda_index(" CUDA "), Ok(0));
+        assert_eq!(parse_cuda_index("cuda:0"), Ok(0));
+        assert_eq!(parse_cuda_index("Cuda:3"), Ok(3));
+        assert_eq!(parse_cuda_index("cuda:007"), Ok(7));
+    }
+
+    #[test]
+    fn rejects_other_families() {
+        for device in ["cpu", "gpu:0", "cuda:", "", "mps", "cudax", "cuda0"] {
+            assert_eq!(
+                parse_cuda_index(device),
+                Err(DeviceError::NotCuda),
+                "{device:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn strict_decimal_only() {
+        for device in [
+            "cuda:x",
+            "cuda:-1",
+            "cuda:+1",
+            "cuda:1_0",
+            "cuda: 1",
+            "cuda:-0",
+            "cuda:٣",
+            "cuda:1:2",
+            "cuda:99999999999",
+        ] {
+            assert_eq!(
+                parse_cuda_index(device),
+                Err(DeviceError::InvalidIndex),
+                "{device:?}"
+            );
+        }
+    }
+}

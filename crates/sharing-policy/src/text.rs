@@ -1,0 +1,90 @@
+//! Rendering helpers for messages: Python-style quoting (the seed's `{value!r}`) and POSIX
+//! shell quoting.
+
+use std::fmt::Write as _;
+
+/// Quotes `value` the way Python's `repr` quotes a string: single quotes unless the text holds
+/// a single quote and no double quote, with backslash escapes for the quote, backslash and
+/// control characters. Messages use it wherever the seed wrote `{value!r}`.
+pub(crate) fn repr(value: &str) -> String {
+    let quote = if value.contains('\'') && !value.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push(quote);
+    for ch in value.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => {
+                let code = u32::from(c);
+                if code <= 0xff {
+                    let _ = write!(out, "\\x{code:02x}");
+                } else {
+                    let _ = write!(out, "\\u{code:04x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Quotes `word` for a POSIX shell, the way Python's `shlex.quote` does: a word made only of
+/// `A-Za-z0-9_@%+=:,./-` is left as it is; anything else (including the empty word) is wrapped
+/// in single quotes, with each `'` written as `'"'"'`. The result always reads back as exactly
+/// `word`, whatever it holds (spaces, quotes, `$(…)`, newlines).
+///
+/// ```
+/// use sharing_policy::shell_quote;
+/// assert_eq!(shell_quote("/tmp/nvidia-mps"), "/tmp/nvidia-mps");
+/// assert_eq!(shell_quote("/tmp/my pipes"), "'/tmp/my pipes'");
+/// assert_eq!(shell_quote("it's $(x)"), r#"'it'"'"'s $(x)'"#);
+/// assert_eq!(shell_quote(""), "''");
+/// ```
+pub fn shell_quote(word: &str) -> String {
+    let safe = |b: u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b);
+    if !word.is_empty() && word.bytes().all(safe) {
+        return word.to_owned();
+    }
+    let mut out = String::with_capacity(word.len() + 2);
+    out.push('\'');
+    out.push_str(&word.replace('\'', "'\"'\"'"));
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_matches_python() {
+        assert_eq!(repr("cpu"), "'cpu'");
+        assert_eq!(repr("it's"), "\"it's\"");
+        assert_eq!(repr("a'b\"c"), "'a\\'b\"c'");
+        assert_eq!(repr("a\\b\n"), "'a\\\\b\\n'");
+        assert_eq!(repr("\u{1}"), "'\\x01'");
+        assert_eq!(repr(""), "''");
+    }
+
+    #[test]
+    fn shell_quote_leaves_plain_words_alone() {
+        assert_eq!(
+            shell_quote("GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"),
+            "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
+        );
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("~/x"), "'~/x'");
+        assert_eq!(shell_quote("é"), "'é'");
+    }
+}

@@ -130,3 +130,196 @@ pub fn read_env() -> EnvFacts {
         cuda_mps_log_directory: read("CUDA_MPS_LOG_DIRECTORY"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sharing_policy::{CapturedText, QueryOutcome};
+
+    use super::*;
+    use crate::runner::MockRunner;
+
+    fn answered(query: &Query) -> QueryRecord {
+        let outcome = QueryOutcome::Exited {
+            code: Some(0),
+            signal: None,
+            stdout: CapturedText::from_bytes(b"100.0\n", false),
+            stderr: CapturedText::default(),
+        };
+        query.record(outcome, Duration::from_millis(3))
+    }
+
+    fn env_with_pipe_dir(dir: &str) -> EnvFacts {
+        EnvFacts {
+            cuda_mps_pipe_directory: Some(OsText::from(dir)),
+            ..EnvFacts::default()
+        }
+    }
+
+    use sharing_policy::QueryRecord;
+
+    #[test]
+    fn both_queries_are_issued_once_with_the_right_program_args_stdin_and_env() {
+        let timeout = Duration::from_millis(1234);
+        let mut runner = MockRunner::new();
+        runner
+            .expect_run()
+            .withf(|query| query.program == "nvidia-smi")
+            .times(1)
+            .returning(move |query| {
+                assert_eq!(
+                    query.args,
+                    [
+                        "--query-gpu=index,uuid,name,pci.bus_id",
+                        "--format=csv,noheader"
+                    ]
+                );
+                assert_eq!(query.stdin, "");
+                assert!(query.env.is_empty() && query.env_removed.is_empty());
+                assert_eq!(query.timeout, timeout);
+                answered(query)
+            });
+        runner
+            .expect_run()
+            .withf(|query| query.program == "nvidia-cuda-mps-control")
+            .times(1)
+            .returning(move |query| {
+                assert!(query.args.is_empty(), "commands go on stdin, never argv");
+                assert_eq!(
+                    query.stdin,
+                    "get_default_active_thread_percentage\nget_server_list\n"
+                );
+                assert_eq!(
+                    query.env,
+                    BTreeMap::from([(
+                        "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
+                        OsText::from("/nonexistent/mps-pipe")
+                    )])
+                );
+                assert_eq!(query.env_removed, ["CUDA_MPS_PROTOCOL_VERSION"]);
+                assert_eq!(query.timeout, timeout);
+                answered(query)
+            });
+        let options = ProbeOptions {
+            timeout,
+            learner_uuid: Some("GPU-abc".to_owned()),
+            ..ProbeOptions::default()
+        };
+
+        let facts = capture_with(
+            env_with_pipe_dir("/nonexistent/mps-pipe"),
+            &runner,
+            &options,
+        );
+
+        assert_eq!(facts.learner_uuid.as_deref(), Some("GPU-abc"));
+        assert_eq!(
+            facts.gpu_query.as_ref().map(|q| q.program.as_str()),
+            Some("nvidia-smi")
+        );
+        let daemon = facts.daemon_query.unwrap();
+        assert_eq!(daemon.program, "nvidia-cuda-mps-control");
+        assert_eq!(daemon.timeout_ms, 1234);
+        assert_eq!(daemon.elapsed_ms, 3);
+        let pipe = facts.control_pipe.unwrap();
+        assert_eq!(pipe.path, OsText::from("/nonexistent/mps-pipe/control"));
+        assert_eq!(pipe.lstat.kind, sharing_policy::FileKind::Missing);
+        let pid_file = facts.pid_file.unwrap();
+        assert_eq!(
+            pid_file.path,
+            OsText::from("/nonexistent/mps-pipe/nvidia-cuda-mps-control.pid")
+        );
+        assert!(pid_file.contents.is_none() && pid_file.error.is_some());
+    }
+
+    #[test]
+    fn an_unset_or_empty_pipe_directory_queries_the_default_one_explicitly() {
+        for raw in [None, Some(OsText::from(""))] {
+            let mut runner = MockRunner::new();
+            runner.expect_run().times(2).returning(|query| {
+                if query.program == "nvidia-cuda-mps-control" {
+                    assert_eq!(
+                        query.env.get("CUDA_MPS_PIPE_DIRECTORY"),
+                        Some(&OsText::from("/tmp/nvidia-mps"))
+                    );
+                }
+                answered(query)
+            });
+            let env = EnvFacts {
+                cuda_mps_pipe_directory: raw.clone(),
+                ..EnvFacts::default()
+            };
+            let facts = capture_with(env, &runner, &ProbeOptions::default());
+            assert_eq!(
+                facts.env.cuda_mps_pipe_directory, raw,
+                "the raw value is kept"
+            );
+            assert_eq!(
+                facts.control_pipe.unwrap().path,
+                OsText::from("/tmp/nvidia-mps/control")
+            );
+        }
+    }
+
+    #[test]
+    fn nothing_is_observed_when_no_cuda_device_is_involved() {
+        let mut runner = MockRunner::new();
+        runner.expect_run().times(0);
+        let env = env_with_pipe_dir("/tmp/whatever");
+        let options = ProbeOptions {
+            observe_cuda: false,
+            ..ProbeOptions::default()
+        };
+
+        let facts = capture_with(env.clone(), &runner, &options);
+
+        assert_eq!(facts.env, env);
+        assert_eq!(facts.schema, sharing_policy::SCHEMA);
+        assert!(facts.gpu_query.is_none());
+        assert!(facts.daemon_query.is_none());
+        assert!(facts.control_pipe.is_none());
+        assert!(facts.pid_file.is_none());
+    }
+
+    #[test]
+    fn the_daemon_probe_sends_only_read_only_commands() {
+        let read_only: Vec<&str> = ReadOnlyCommand::ALL
+            .iter()
+            .map(|command| command.as_str())
+            .collect();
+        let query = daemon_query(
+            &OsText::from("/tmp/nvidia-mps"),
+            &DAEMON_PROBE,
+            DEFAULT_TIMEOUT,
+        );
+        assert!(
+            query.stdin.ends_with('\n'),
+            "the last command is terminated"
+        );
+        for line in query.stdin.lines() {
+            assert!(
+                read_only.contains(&line),
+                "{line:?} is not a read-only command"
+            );
+            for forbidden in [
+                "quit",
+                "start_server",
+                "shutdown_server",
+                "terminate_client",
+                "set_",
+            ] {
+                assert!(!line.contains(forbidden), "{line:?}");
+            }
+        }
+        assert!(query.args.is_empty());
+    }
+
+    #[test]
+    fn default_options_are_five_seconds_and_one_mebibyte() {
+        let options = ProbeOptions::default();
+        assert_eq!(options.timeout, Duration::from_secs(5));
+        assert_eq!(options.output_cap, 1024 * 1024);
+        assert!(options.observe_cuda);
+    }
+}

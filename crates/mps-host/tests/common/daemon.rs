@@ -1,0 +1,218 @@
+//! A harness around Debian's real `nvidia-cuda-mps-control` (see `scripts/fetch-mps-control.sh`).
+//! It starts a control daemon with `-d` in a private pipe directory and always stops it again.
+//! Only this harness ever sends `quit`; the probe cannot express it.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use mps_host::{ProbeOptions, Query, Runner};
+use rustix::process::{Pid, Signal};
+use sharing_policy::{EnvFacts, OsText, QueryRecord};
+
+use super::{eventually, is_dead, live_processes_with_env};
+
+/// Names the binary explicitly.
+pub(crate) const BINARY_ENV: &str = "MPS_PREFLIGHT_MPS_CONTROL";
+/// The cache root `scripts/fetch-mps-control.sh` fills (default `$HOME/.cache/mps-preflight`).
+pub(crate) const CACHE_ENV: &str = "MPS_PREFLIGHT_CACHE";
+/// The binary's place inside the cache root.
+pub(crate) const CACHED_BINARY: &str = "nvidia-cuda-mps/usr/bin/nvidia-cuda-mps-control";
+
+/// The real binary: `$MPS_PREFLIGHT_MPS_CONTROL`, else the fetch script's cache.
+pub(crate) fn locate() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(BINARY_ENV) {
+        let path = PathBuf::from(path);
+        return path.is_file().then_some(path);
+    }
+    let cache = std::env::var_os(CACHE_ENV).map(PathBuf::from).or_else(|| {
+        std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/mps-preflight"))
+    })?;
+    let path = cache.join(CACHED_BINARY);
+    path.is_file().then_some(path)
+}
+
+/// The binary, or `None` after printing why the calling test skips.
+pub(crate) fn binary_or_skip(test: &str) -> Option<PathBuf> {
+    let binary = locate();
+    if binary.is_none() {
+        eprintln!(
+            "skipping {test}: the real nvidia-cuda-mps-control was not found \
+             (${BINARY_ENV} or ${{{CACHE_ENV}:-$HOME/.cache/mps-preflight}}/{CACHED_BINARY}); \
+             run scripts/fetch-mps-control.sh"
+        );
+    }
+    binary
+}
+
+/// The Debian package version the fetch script recorded next to the binary, if any.
+pub(crate) fn package_version(binary: &Path) -> Option<String> {
+    let root = binary.parent()?.parent()?.parent()?;
+    let text = std::fs::read_to_string(root.join("VERSION")).ok()?;
+    Some(text.trim().to_owned())
+}
+
+/// A running control daemon, stopped on drop.
+pub(crate) struct Daemon {
+    pub(crate) binary: PathBuf,
+    pub(crate) pipe_dir: PathBuf,
+    pub(crate) log_dir: PathBuf,
+    /// Holds only `nvidia-cuda-mps-control` (a symlink to the binary): the probe's search path.
+    pub(crate) bin_dir: PathBuf,
+    pub(crate) pid: i32,
+    cleanup: Vec<PathBuf>,
+}
+
+impl Daemon {
+    /// Starts a daemon in fresh short temp dirs under `/tmp`.
+    pub(crate) fn start(binary: &Path) -> Self {
+        let make = |prefix: &str| {
+            tempfile::Builder::new()
+                .prefix(prefix)
+                .tempdir_in("/tmp")
+                .unwrap()
+                .keep()
+        };
+        Self::start_in(binary, make("mpsp"), make("mpsl"), make("mpsb"))
+    }
+
+    /// Starts a daemon with the given (fresh) directories, which are removed on drop. The pipe
+    /// directory must already exist.
+    pub(crate) fn start_in(
+        binary: &Path,
+        pipe_dir: PathBuf,
+        log_dir: PathBuf,
+        bin_dir: PathBuf,
+    ) -> Self {
+        assert!(
+            pipe_dir.join("control").as_os_str().len() < 108,
+            "socket path too long"
+        );
+        std::os::unix::fs::symlink(binary, bin_dir.join("nvidia-cuda-mps-control")).unwrap();
+        let launch_log = std::fs::File::create(log_dir.join("launch.log")).unwrap();
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "test harness: starts the real daemon"
+        )]
+        let status = Command::new(binary)
+            .arg("-d")
+            .env("CUDA_MPS_PIPE_DIRECTORY", &pipe_dir)
+            .env("CUDA_MPS_LOG_DIRECTORY", &log_dir)
+            .env_remove("CUDA_MPS_PROTOCOL_VERSION")
+            .stdin(Stdio::null())
+            .stdout(launch_log.try_clone().unwrap())
+            .stderr(launch_log)
+            .status()
+            .unwrap();
+        let mut daemon = Self {
+            binary: binary.to_owned(),
+            pipe_dir: pipe_dir.clone(),
+            log_dir: log_dir.clone(),
+            bin_dir: bin_dir.clone(),
+            pid: 0,
+            cleanup: vec![pipe_dir, log_dir, bin_dir],
+        };
+        assert!(
+            status.success(),
+            "`nvidia-cuda-mps-control -d` failed ({status}): {}",
+            std::fs::read_to_string(daemon.log_dir.join("launch.log")).unwrap_or_default()
+        );
+        let canonical = std::fs::canonicalize(binary).unwrap();
+        let mut pids = Vec::new();
+        let found = eventually(Duration::from_secs(10), || {
+            pids = live_processes_with_env(
+                "CUDA_MPS_PIPE_DIRECTORY",
+                daemon.pipe_dir.as_os_str().as_bytes(),
+            )
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == canonical)
+            })
+            .collect();
+            pids.len() == 1 && daemon.pipe_dir.join("control").exists()
+        });
+        assert!(
+            found,
+            "expected one daemon process for {}, found {pids:?}",
+            daemon.pipe_dir.display()
+        );
+        daemon.pid = pids[0];
+        daemon
+    }
+
+    /// The environment a job pointed at this daemon would have.
+    pub(crate) fn env(&self) -> EnvFacts {
+        EnvFacts {
+            cuda_mps_pipe_directory: Some(os_text(&self.pipe_dir)),
+            cuda_mps_log_directory: Some(os_text(&self.log_dir)),
+            ..EnvFacts::default()
+        }
+    }
+
+    /// Probe options that find this daemon's front-end (and no `nvidia-smi`).
+    pub(crate) fn options(&self, timeout: Duration) -> ProbeOptions {
+        ProbeOptions {
+            timeout,
+            search_path: Some(OsString::from(&self.bin_dir)),
+            ..ProbeOptions::default()
+        }
+    }
+
+    /// Sends `quit` (harness only) and waits for the daemon to be gone.
+    pub(crate) fn quit(&self) -> QueryRecord {
+        let runner = mps_host::ProcessRunner {
+            search_path: Some(OsString::from(&self.bin_dir)),
+            ..mps_host::ProcessRunner::default()
+        };
+        let query = Query {
+            program: "nvidia-cuda-mps-control".to_owned(),
+            args: Vec::new(),
+            stdin: "quit\n".to_owned(),
+            env: [(
+                "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
+                os_text(&self.pipe_dir),
+            )]
+            .into(),
+            env_removed: vec!["CUDA_MPS_PROTOCOL_VERSION".to_owned()],
+            timeout: Duration::from_secs(10),
+        };
+        let record = runner.run(&query);
+        eventually(Duration::from_secs(10), || is_dead(self.pid));
+        record
+    }
+
+    /// Sends `signal` to the daemon.
+    pub(crate) fn signal(&self, signal: Signal) {
+        rustix::process::kill_process(Pid::from_raw(self.pid).unwrap(), signal).unwrap();
+    }
+
+    /// The daemon's `control.log`.
+    pub(crate) fn control_log(&self) -> String {
+        std::fs::read_to_string(self.log_dir.join("control.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.pid > 0 && !is_dead(self.pid) {
+            if let Some(pid) = Pid::from_raw(self.pid) {
+                let _ = rustix::process::kill_process(pid, Signal::CONT);
+                let _ = self.quit();
+                if !is_dead(self.pid) {
+                    eprintln!("daemon {} did not quit; killing it", self.pid);
+                    let _ = rustix::process::kill_process(pid, Signal::KILL);
+                    eventually(Duration::from_secs(5), || is_dead(self.pid));
+                }
+            }
+        }
+        for dir in &self.cleanup {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+pub(crate) fn os_text(path: &Path) -> OsText {
+    OsText::from_bytes(path.as_os_str().as_bytes().to_vec())
+}

@@ -1,0 +1,124 @@
+//! Helpers shared by the integration tests: fake programs and process checks.
+#![allow(
+    dead_code,
+    reason = "each test file uses a different subset of the helpers"
+)]
+
+pub(crate) mod daemon;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mps_host::{ProcessRunner, Query};
+use tempfile::TempDir;
+
+/// A short temp dir under `/tmp` (socket paths must stay under 108 bytes).
+pub(crate) fn short_tempdir(prefix: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+/// Writes an executable `#!/bin/sh` script `name` into `dir`.
+pub(crate) fn fake_program(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open(&path)
+        .unwrap();
+    write!(file, "#!/bin/sh\n{body}\n").unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    path
+}
+
+/// A runner that finds programs only in `dir`.
+pub(crate) fn runner_in(dir: &Path) -> ProcessRunner {
+    ProcessRunner {
+        search_path: Some(OsString::from(dir)),
+        ..ProcessRunner::default()
+    }
+}
+
+/// A query for `program` with `stdin` and `timeout`, nothing else.
+pub(crate) fn query(program: &str, stdin: &str, timeout: Duration) -> Query {
+    Query {
+        program: program.to_owned(),
+        args: Vec::new(),
+        stdin: stdin.to_owned(),
+        env: std::collections::BTreeMap::new(),
+        env_removed: Vec::new(),
+        timeout,
+    }
+}
+
+/// The state letter of `/proc/<pid>/stat` (`R`, `S`, `T`, `Z`, …), or `None` when there is no
+/// such process.
+pub(crate) fn process_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.rfind(')')?;
+    stat[close + 1..].trim_start().chars().next()
+}
+
+/// True when `pid` is no longer running: gone, or a zombie waiting for a parent that does not
+/// reap (this container's PID 1 does not).
+pub(crate) fn is_dead(pid: i32) -> bool {
+    matches!(process_state(pid), None | Some('Z' | 'X'))
+}
+
+/// Polls `condition` every 20 ms for up to `limit`.
+pub(crate) fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if condition() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads PIDs written one per line by a fake program.
+pub(crate) fn read_pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// The live (not zombie) processes whose environment holds exactly `NAME=value`.
+pub(crate) fn live_processes_with_env(name: &str, value: &[u8]) -> Vec<i32> {
+    let mut needle = name.as_bytes().to_vec();
+    needle.push(b'=');
+    needle.extend_from_slice(value);
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ
+            .split(|byte| *byte == 0)
+            .any(|var| var == needle.as_slice())
+            && !is_dead(pid)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}

@@ -1,0 +1,200 @@
+//! mps-host against Debian's real `nvidia-cuda-mps-control` (no GPU needed: the control daemon
+//! starts, creates its socket and answers read-only queries without one). Fetch it with
+//! `scripts/fetch-mps-control.sh`; without it these tests print why and skip.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::daemon::{Daemon, binary_or_skip};
+use common::{is_dead, live_processes_with_env};
+use mps_host::capture_with;
+use rustix::process::Signal;
+use sharing_policy::{FileKind, QueryOutcome, ReadOnlyCommand};
+use std::os::unix::ffi::OsStrExt;
+
+fn capture(daemon: &Daemon, timeout: Duration) -> sharing_policy::HostFacts {
+    let options = daemon.options(timeout);
+    let runner = mps_host::ProcessRunner {
+        search_path: options.search_path.clone(),
+        ..mps_host::ProcessRunner::default()
+    };
+    capture_with(daemon.env(), &runner, &options)
+}
+
+fn exited(outcome: &QueryOutcome) -> (Option<i32>, &str, &str) {
+    match outcome {
+        QueryOutcome::Exited {
+            code,
+            signal: None,
+            stdout,
+            stderr,
+        } => {
+            assert!(!stdout.truncated && !stderr.truncated && !stdout.non_utf8);
+            (*code, stdout.text.as_str(), stderr.text.as_str())
+        }
+        other => panic!("expected a normal exit, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_live_idle_daemon_answers_the_probe() {
+    let Some(binary) = binary_or_skip("a_live_idle_daemon_answers_the_probe") else {
+        return;
+    };
+    let daemon = Daemon::start(&binary);
+
+    let facts = capture(&daemon, Duration::from_secs(10));
+
+    let query = facts.daemon_query.as_ref().unwrap();
+    assert!(query.args.is_empty());
+    // X3 + X2 of the MPS notes: the thread percentage, then an empty server list.
+    assert_eq!(exited(&query.outcome), (Some(0), "100.0\n", ""));
+    let pipe = facts.control_pipe.as_ref().unwrap();
+    assert_eq!(pipe.lstat.kind, FileKind::Socket);
+    assert_eq!(pipe.stat.kind, FileKind::Socket);
+    assert_eq!(
+        pipe.lstat.mode,
+        Some(0o666),
+        "F8: the control socket is 0666"
+    );
+    assert_eq!(pipe.lstat.uid, Some(rustix::process::geteuid().as_raw()));
+    assert_eq!(
+        pipe.path_len,
+        daemon.pipe_dir.join("control").as_os_str().len()
+    );
+    assert_eq!(pipe.access.read_write, Some(true));
+    assert_eq!(pipe.access.directory_traversable, Some(true));
+    let pid_file = facts.pid_file.as_ref().unwrap();
+    if pid_file.contents.is_some() {
+        // 550+: the daemon's PID, alive, named (comm is truncated to 15 bytes) after the daemon.
+        assert_eq!(
+            pid_file.contents.as_ref().unwrap().text,
+            daemon.pid.to_string()
+        );
+        assert_eq!(pid_file.pid_alive, Some(true));
+        assert_eq!(pid_file.process_name.as_deref(), Some("nvidia-cuda-mps"));
+    } else {
+        // 470/535 write no pid file.
+        assert!(
+            pid_file.error.as_deref().unwrap().contains("No such file"),
+            "{pid_file:?}"
+        );
+    }
+    // No GPU stack here: nvidia-smi is not on the search path.
+    assert!(matches!(
+        facts.gpu_query.as_ref().unwrap().outcome,
+        QueryOutcome::SpawnFailed { .. }
+    ));
+}
+
+#[test]
+fn after_quit_the_socket_stays_but_nothing_answers() {
+    let Some(binary) = binary_or_skip("after_quit_the_socket_stays_but_nothing_answers") else {
+        return;
+    };
+    let daemon = Daemon::start(&binary);
+    let quit = daemon.quit();
+    assert_eq!(exited(&quit.outcome), (Some(0), "", ""), "X17: owner quit");
+    assert!(is_dead(daemon.pid));
+
+    let facts = capture(&daemon, Duration::from_secs(10));
+
+    // F14: a stale socket is left behind; X1: the front-end cannot find a daemon.
+    let pipe = facts.control_pipe.as_ref().unwrap();
+    assert_eq!(pipe.lstat.kind, FileKind::Socket);
+    let query = facts.daemon_query.as_ref().unwrap();
+    assert_eq!(
+        exited(&query.outcome),
+        (Some(1), "", "Cannot find MPS control daemon process\n")
+    );
+    let pid_file = facts.pid_file.as_ref().unwrap();
+    assert!(
+        pid_file.contents.is_none(),
+        "a clean quit removes the pid file: {pid_file:?}"
+    );
+}
+
+#[test]
+fn a_frozen_daemon_costs_one_deadline_and_leaves_no_process_behind() {
+    let Some(binary) =
+        binary_or_skip("a_frozen_daemon_costs_one_deadline_and_leaves_no_process_behind")
+    else {
+        return;
+    };
+    let daemon = Daemon::start(&binary);
+    daemon.signal(Signal::STOP);
+    let timeout = Duration::from_secs(1);
+
+    let started = Instant::now();
+    let facts = capture(&daemon, timeout);
+    let elapsed = started.elapsed();
+
+    // Deadline plus a generous margin for a loaded machine; a hang would take forever (X19).
+    assert!(
+        elapsed < timeout + Duration::from_secs(10),
+        "took {elapsed:?}"
+    );
+    let query = facts.daemon_query.as_ref().unwrap();
+    assert!(
+        matches!(query.outcome, QueryOutcome::TimedOut { .. }),
+        "{:?}",
+        query.outcome
+    );
+    assert!(query.elapsed_ms >= 1000, "{}", query.elapsed_ms);
+    // The only process left with this pipe directory in its environment is the daemon itself.
+    let left = live_processes_with_env(
+        "CUDA_MPS_PIPE_DIRECTORY",
+        daemon.pipe_dir.as_os_str().as_bytes(),
+    );
+    assert_eq!(
+        left,
+        vec![daemon.pid],
+        "the front-end must have been killed"
+    );
+
+    daemon.signal(Signal::CONT);
+    // Drop quits it.
+}
+
+#[test]
+fn the_control_log_shows_only_read_only_commands_from_the_probe() {
+    let Some(binary) =
+        binary_or_skip("the_control_log_shows_only_read_only_commands_from_the_probe")
+    else {
+        return;
+    };
+    let daemon = Daemon::start(&binary);
+    for _ in 0..2 {
+        let facts = capture(&daemon, Duration::from_secs(10));
+        assert_eq!(
+            exited(&facts.daemon_query.as_ref().unwrap().outcome).0,
+            Some(0)
+        );
+    }
+
+    let log = daemon.control_log();
+    let commands: Vec<&str> = log
+        .lines()
+        .filter_map(|line| line.split_once("] Cmd:").map(|(_, command)| command))
+        .collect();
+    let read_only: Vec<&str> = ReadOnlyCommand::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(
+        commands,
+        [
+            "get_default_active_thread_percentage",
+            "get_server_list",
+            "get_default_active_thread_percentage",
+            "get_server_list"
+        ],
+        "control.log:\n{log}"
+    );
+    assert!(commands.iter().all(|command| read_only.contains(command)));
+    assert!(log.contains("NEW UI"), "{log}");
+}

@@ -72,12 +72,9 @@ fn a_live_idle_daemon_answers_the_probe() {
     assert_eq!(pipe.access.read_write, Some(true));
     assert_eq!(pipe.access.directory_traversable, Some(true));
     let pid_file = facts.pid_file.as_ref().unwrap();
-    if pid_file.contents.is_some() {
+    if let Some(contents) = &pid_file.contents {
         // 550+: the daemon's PID, alive, named (comm is truncated to 15 bytes) after the daemon.
-        assert_eq!(
-            pid_file.contents.as_ref().unwrap().text,
-            daemon.pid.to_string()
-        );
+        assert_eq!(contents.text, daemon.pid.to_string());
         assert_eq!(pid_file.pid_alive, Some(true));
         assert_eq!(pid_file.process_name.as_deref(), Some("nvidia-cuda-mps"));
     } else {

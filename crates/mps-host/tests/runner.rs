@@ -338,7 +338,7 @@ fn a_flood_that_ends_is_drained_so_the_program_can_exit() {
         "yes | head -c 3000000\nyes e | head -c 2000000 >&2\necho end >&2",
     );
 
-    let record = runner_in(dir.path()).run(&query("nvidia-smi", "", Duration::from_secs(60)));
+    let record = runner_in(dir.path()).run(&query("nvidia-smi", "", Duration::from_mins(1)));
 
     let (code, _, stdout, stderr) = exited(record.outcome);
     assert_eq!(code, Some(0));

@@ -196,15 +196,15 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if self.pid > 0 && !is_dead(self.pid) {
-            if let Some(pid) = Pid::from_raw(self.pid) {
-                let _ = rustix::process::kill_process(pid, Signal::CONT);
-                let _ = self.quit();
-                if !is_dead(self.pid) {
-                    eprintln!("daemon {} did not quit; killing it", self.pid);
-                    let _ = rustix::process::kill_process(pid, Signal::KILL);
-                    eventually(Duration::from_secs(5), || is_dead(self.pid));
-                }
+        if let Some(pid) = Pid::from_raw(self.pid)
+            && !is_dead(self.pid)
+        {
+            let _ = rustix::process::kill_process(pid, Signal::CONT);
+            let _ = self.quit();
+            if !is_dead(self.pid) {
+                eprintln!("daemon {} did not quit; killing it", self.pid);
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
+                eventually(Duration::from_secs(5), || is_dead(self.pid));
             }
         }
         for dir in &self.cleanup {

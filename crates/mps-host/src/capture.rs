@@ -14,13 +14,6 @@ use sharing_policy::{
 use crate::fs::{observe_control_pipe, observe_pid_file};
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
 
-/// The `nvidia-smi` arguments of the host GPU table query (the columns `gpu-uuid` parses).
-// TODO: use `gpu_uuid::TABLE_QUERY_ARGS` once gpu-uuid exports it.
-pub const GPU_QUERY_ARGS: [&str; 2] = [
-    "--query-gpu=index,uuid,name,pci.bus_id",
-    "--format=csv,noheader",
-];
-
 /// The variable that names the pipe directory; set explicitly in the daemon query's environment.
 pub const PIPE_DIRECTORY_VAR: &str = "CUDA_MPS_PIPE_DIRECTORY";
 
@@ -84,8 +77,8 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     std::thread::scope(|scope| {
         let gpu = scope.spawn(|| runner.run(&gpu));
         let daemon = scope.spawn(|| runner.run(&daemon));
-        facts.control_pipe = Some(observe_control_pipe(&directory));
-        facts.pid_file = Some(observe_pid_file(&directory));
+        facts.control_pipe = Some(observe_control_pipe(&facts.env));
+        facts.pid_file = Some(observe_pid_file(&facts.env));
         // A runner that panicked recorded nothing: that query stays unobserved.
         facts.gpu_query = gpu.join().ok();
         facts.daemon_query = daemon.join().ok();
@@ -93,11 +86,15 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     facts
 }
 
-/// The host GPU table query: `nvidia-smi --query-gpu=… --format=csv,noheader`, empty stdin.
+/// The host GPU table query: `nvidia-smi` with [`gpu_uuid::TABLE_QUERY_ARGS`]
+/// (`--query-gpu=index,uuid,name,pci.bus_id --format=csv,noheader`), empty stdin.
 pub fn gpu_query(timeout: Duration) -> Query {
     Query {
         program: GPU_QUERY_PROGRAM.to_owned(),
-        args: GPU_QUERY_ARGS.iter().map(|arg| (*arg).to_owned()).collect(),
+        args: gpu_uuid::TABLE_QUERY_ARGS
+            .iter()
+            .map(|arg| (*arg).to_owned())
+            .collect(),
         stdin: String::new(),
         env: BTreeMap::new(),
         env_removed: Vec::new(),

@@ -10,14 +10,8 @@ use rustix::fs::{Access, AtFlags, CWD, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 use rustix::process::Pid;
 use sharing_policy::{
-    AccessFacts, CapturedText, FileFacts, FileKind, OsText, PidFileFacts, PipeFacts,
+    AccessFacts, CapturedText, EnvFacts, FileFacts, FileKind, OsText, PidFileFacts, PipeFacts,
 };
-
-/// The control socket's name inside the pipe directory.
-pub const CONTROL_FILE_NAME: &str = "control";
-
-/// The pid file's name inside the pipe directory (written by 550+ drivers).
-pub const PID_FILE_NAME: &str = "nvidia-cuda-mps-control.pid";
 
 /// The most bytes of the pid file that are read. A PID is at most 7 digits on Linux; anything
 /// longer is recorded as truncated.
@@ -26,31 +20,22 @@ pub const PID_FILE_CAP: usize = 64;
 /// The most bytes of `/proc/<pid>/comm` that are read (the kernel keeps 15 plus a newline).
 const COMM_CAP: u64 = 64;
 
-/// `<directory>/<name>`, joined byte for byte as `Path::join` joins (one `/` added unless the
-/// directory already ends with one), the same join as `sharing_policy::EnvFacts`'s paths.
-// TODO: use `EnvFacts::control_pipe_path` / `pid_file_path` once sharing-policy exports them.
-fn join(directory: &OsText, name: &str) -> OsText {
-    let mut bytes = directory.as_bytes().to_vec();
-    if !bytes.ends_with(b"/") {
-        bytes.push(b'/');
-    }
-    bytes.extend_from_slice(name.as_bytes());
-    OsText::from_bytes(bytes)
-}
-
 fn as_path(text: &OsText) -> &Path {
     Path::new(OsStr::from_bytes(text.as_bytes()))
 }
 
-/// Observes `<directory>/control`: `lstat` and `stat` (kind, mode, owner), the path's length, and
-/// what the probing user may do with it (read and write the entry; search every directory from
-/// the root, or from the working directory for a relative path, down to `directory`).
-pub fn observe_control_pipe(directory: &OsText) -> PipeFacts {
-    let path = join(directory, CONTROL_FILE_NAME);
+/// Observes the control pipe `<effective pipe directory>/control` of `env`
+/// ([`EnvFacts::control_pipe_path`]): `lstat` and `stat` (kind, mode, owner), the path's length,
+/// and what the probing user may do with it (read and write the entry; search every directory
+/// from the root, or from the working directory for a relative path, down to the pipe
+/// directory).
+pub fn observe_control_pipe(env: &EnvFacts) -> PipeFacts {
+    let directory = env.effective_pipe_directory();
+    let path = env.control_pipe_path();
     let entry = as_path(&path);
-    let access = observe_access(as_path(directory), entry);
+    let access = observe_access(as_path(&directory), entry);
     PipeFacts {
-        directory: directory.clone(),
+        directory,
         path_len: path.as_bytes().len(),
         lstat: file_facts(rustix::fs::lstat(entry)),
         stat: file_facts(rustix::fs::stat(entry)),
@@ -170,13 +155,14 @@ fn ancestors(directory: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Reads `<directory>/nvidia-cuda-mps-control.pid` without following a symlink, without
+/// Reads the pid file `<effective pipe directory>/nvidia-cuda-mps-control.pid` of `env`
+/// ([`EnvFacts::pid_file_path`]) without following a symlink, without
 /// blocking on a FIFO and without reading more than [`PID_FILE_CAP`] bytes; then, when it holds
 /// a PID, whether that process is alive (`kill(pid, 0)`; `EPERM` means alive; a zombie is not)
 /// and its `/proc/<pid>/comm` name where readable. The kernel truncates that name to 15 bytes:
 /// the daemon shows as `nvidia-cuda-mps`.
-pub fn observe_pid_file(directory: &OsText) -> PidFileFacts {
-    let path = join(directory, PID_FILE_NAME);
+pub fn observe_pid_file(env: &EnvFacts) -> PidFileFacts {
+    let path = env.pid_file_path();
     let mut facts = PidFileFacts {
         path: path.clone(),
         contents: None,

@@ -73,10 +73,8 @@ mod fs;
 mod runner;
 
 pub use capture::{
-    GPU_QUERY_ARGS, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture, capture_with,
-    daemon_query, gpu_query, read_env,
+    PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture, capture_with, daemon_query,
+    gpu_query, read_env,
 };
-pub use fs::{
-    CONTROL_FILE_NAME, PID_FILE_CAP, PID_FILE_NAME, observe_control_pipe, observe_pid_file,
-};
+pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};

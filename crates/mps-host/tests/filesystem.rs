@@ -19,7 +19,7 @@ use std::process::Command;
 use common::daemon::os_text;
 use common::short_tempdir;
 use mps_host::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
-use sharing_policy::{FileKind, OsText, PidFileFacts, PipeFacts};
+use sharing_policy::{EnvFacts, FileKind, OsText, PidFileFacts, PipeFacts};
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -29,8 +29,15 @@ fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+fn env_for(dir: &Path) -> EnvFacts {
+    EnvFacts {
+        cuda_mps_pipe_directory: Some(os_text(dir)),
+        ..EnvFacts::default()
+    }
+}
+
 fn observe(dir: &Path) -> PipeFacts {
-    observe_control_pipe(&os_text(dir))
+    observe_control_pipe(&env_for(dir))
 }
 
 #[allow(
@@ -201,7 +208,11 @@ fn a_trailing_slash_is_not_doubled() {
     let dir = short_tempdir("slash");
     let mut with_slash = dir.path().as_os_str().as_bytes().to_vec();
     with_slash.push(b'/');
-    let facts = observe_control_pipe(&OsText::from_bytes(with_slash));
+    let env = EnvFacts {
+        cuda_mps_pipe_directory: Some(OsText::from_bytes(with_slash)),
+        ..EnvFacts::default()
+    };
+    let facts = observe_control_pipe(&env);
     assert_eq!(facts.path, os_text(&dir.path().join("control")));
 }
 
@@ -210,7 +221,7 @@ fn a_trailing_slash_is_not_doubled() {
 fn pid_file_with(contents: &[u8]) -> (tempfile::TempDir, PidFileFacts) {
     let dir = short_tempdir("pid");
     std::fs::write(dir.path().join("nvidia-cuda-mps-control.pid"), contents).unwrap();
-    let facts = observe_pid_file(&os_text(dir.path()));
+    let facts = observe_pid_file(&env_for(dir.path()));
     (dir, facts)
 }
 
@@ -273,7 +284,7 @@ fn a_large_pid_file_is_read_only_up_to_the_cap() {
 fn a_pid_file_that_is_missing_a_fifo_a_directory_or_a_symlink_is_not_read() {
     let dir = short_tempdir("pidk");
     let pid_path = dir.path().join("nvidia-cuda-mps-control.pid");
-    let facts = observe_pid_file(&os_text(dir.path()));
+    let facts = observe_pid_file(&env_for(dir.path()));
     assert!(
         facts.error.as_deref().unwrap().contains("No such file"),
         "{facts:?}"
@@ -282,7 +293,7 @@ fn a_pid_file_that_is_missing_a_fifo_a_directory_or_a_symlink_is_not_read() {
 
     // A FIFO would block a plain open() until a writer came: it must not.
     assert!(command("mkfifo").arg(&pid_path).status().unwrap().success());
-    let facts = observe_pid_file(&os_text(dir.path()));
+    let facts = observe_pid_file(&env_for(dir.path()));
     assert_eq!(facts.contents, None);
     assert!(
         facts.error.as_deref().unwrap().contains("fifo"),
@@ -291,7 +302,7 @@ fn a_pid_file_that_is_missing_a_fifo_a_directory_or_a_symlink_is_not_read() {
     std::fs::remove_file(&pid_path).unwrap();
 
     std::fs::create_dir(&pid_path).unwrap();
-    let facts = observe_pid_file(&os_text(dir.path()));
+    let facts = observe_pid_file(&env_for(dir.path()));
     assert!(
         facts.error.as_deref().unwrap().contains("directory"),
         "{facts:?}"
@@ -300,7 +311,7 @@ fn a_pid_file_that_is_missing_a_fifo_a_directory_or_a_symlink_is_not_read() {
 
     std::fs::write(dir.path().join("elsewhere"), std::process::id().to_string()).unwrap();
     std::os::unix::fs::symlink("elsewhere", &pid_path).unwrap();
-    let facts = observe_pid_file(&os_text(dir.path()));
+    let facts = observe_pid_file(&env_for(dir.path()));
     assert_eq!(facts.contents, None);
     assert!(
         facts.error.as_deref().unwrap().contains("symbolic link"),
@@ -320,10 +331,10 @@ fn inner_observe_as_current_user() {
     let Some(dir) = std::env::var_os(INNER_ENV) else {
         return;
     };
-    let dir = OsText::from_bytes(dir.as_bytes().to_vec());
+    let env = env_for(Path::new(&dir));
     let facts = serde_json::json!({
-        "pipe": observe_control_pipe(&dir),
-        "pid_file": observe_pid_file(&dir),
+        "pipe": observe_control_pipe(&env),
+        "pid_file": observe_pid_file(&env),
     });
     println!("\n{MARKER}{facts}");
 }

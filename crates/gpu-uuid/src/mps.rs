@@ -20,8 +20,9 @@ pub enum VisibilityError {
     },
     /// A device index the host table does not have.
     #[error(
-        "CUDA_VISIBLE_DEVICES entry {} ({entry:?}) is device index {index}, but the host GPU table lists {gpus} GPU(s), so it has no host UUID, and MPS clients need `GPU-` UUIDs; check `nvidia-smi --query-gpu=index,uuid --format=csv,noheader` and use one of the UUIDs it lists",
-        position + 1
+        "CUDA_VISIBLE_DEVICES entry {} ({entry:?}) is device index {index}, but the host GPU table lists {gpus} GPU{}, so it has no host UUID, and MPS clients need `GPU-` UUIDs; check `nvidia-smi --query-gpu=index,uuid --format=csv,noheader` and use one of the UUIDs it lists",
+        position + 1,
+        if *gpus == 1 { "" } else { "s" }
     )]
     NoHostUuid {
         /// The entry's position, from 0.
@@ -36,7 +37,7 @@ pub enum VisibilityError {
     /// A `GPU-`/`MIG-` id after indices: CUDA ignores it now, and would read it once the
     /// indices become UUIDs.
     #[error(
-        "CUDA_VISIBLE_DEVICES entry {} ({entry:?}) is a `GPU-`/`MIG-` id in a list that starts with a device index; CUDA ignores it and every entry after it, and rewriting the indices to UUIDs for MPS would make CUDA read it, changing which GPUs are visible; write every entry as a `GPU-` UUID from `nvidia-smi -L`",
+        "CUDA_VISIBLE_DEVICES entry {} ({entry:?}) is a `GPU-`/`MIG-` id in a list that starts with a device index, so CUDA ignores it and every entry after it; rewriting the indices to `GPU-` UUIDs for MPS would make CUDA read a `GPU-` entry there and change which GPUs are visible, so the list is refused; write every entry as a `GPU-` UUID from `nvidia-smi -L`, or remove the ones not meant",
         position + 1
     )]
     Mixed {

@@ -80,7 +80,8 @@ pub enum TableError {
     },
     /// Indices that are not exactly 0..n-1.
     #[error(
-        "the GPU table is unavailable: {gpus} GPUs are listed but index {missing} is missing, so host indices cannot be mapped to CUDA indices; check `nvidia-smi -L` for a GPU in an error state"
+        "the GPU table is unavailable: {gpus} GPU{} listed but index {missing} is missing, so host indices cannot be mapped to CUDA indices; check `nvidia-smi -L` for a GPU in an error state",
+        if *gpus == 1 { " is" } else { "s are" }
     )]
     IndexGap {
         /// How many rows there are.
@@ -244,24 +245,32 @@ impl fmt::Display for GpuRow {
 
 fn parse_row(text: &str) -> Result<GpuRow, String> {
     let fields: Vec<&str> = text.split(',').map(str::trim).collect();
-    let (Some(index), Some(uuid), Some(pci_bus_id)) =
-        (fields.first(), fields.get(1), fields.last())
-    else {
-        return Err("is empty".to_owned());
-    };
-    if index.eq_ignore_ascii_case("index") {
+    if fields
+        .first()
+        .is_some_and(|first| first.eq_ignore_ascii_case("index"))
+    {
         return Err(
             "is a header; pass `--format=csv,noheader` so only GPU rows are printed".to_owned(),
         );
     }
-    if fields.len() < TABLE_COLUMNS.len() {
+    let (Some(index), Some(uuid), Some(pci_bus_id), true) = (
+        fields.first(),
+        fields.get(1),
+        fields.last(),
+        fields.len() >= TABLE_COLUMNS.len(),
+    ) else {
+        let count = fields.len();
+        let fields = if count == 1 {
+            "1 field".to_owned()
+        } else {
+            format!("{count} fields")
+        };
         return Err(format!(
-            "has {} comma-separated fields, but the query prints {} ({})",
-            fields.len(),
+            "is not a GPU row: it has {fields} where the query prints {} ({})",
             TABLE_COLUMNS.len(),
             TABLE_COLUMNS.join(", ")
         ));
-    }
+    };
     let index = parse_index(index)?;
     let uuid = if uuid.starts_with("GPU-") {
         GpuUuid::parse(uuid).map_err(|e| format!("has a bad uuid field: {e}"))?

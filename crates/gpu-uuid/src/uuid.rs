@@ -66,7 +66,8 @@ pub enum UuidError {
     },
     /// Too few or too many hex digits.
     #[error(
-        "{input:?} is not a full GPU UUID: it has {digits} hex digits, a UUID has 32 (rule: length); a prefix such as `GPU-8932f937` selects a GPU in CUDA_VISIBLE_DEVICES but is not a UUID, so copy the full UUID from `nvidia-smi -L`"
+        "{input:?} is not a full GPU UUID: it has {digits} hex digit{}, a UUID has 32 (rule: length); a prefix such as `GPU-8932f937` selects a GPU in CUDA_VISIBLE_DEVICES but is not a UUID, so copy the full UUID from `nvidia-smi -L`",
+        if *digits == 1 { "" } else { "s" }
     )]
     Length {
         /// The input, as given.
@@ -98,6 +99,16 @@ pub enum UuidError {
         /// The input, as given.
         input: String,
     },
+    /// A `MIG-<uuid>` whose UUID part is malformed.
+    #[error(
+        "{input:?} is not a MIG device UUID: {problem} (rule: `MIG-` then 32 hex digits grouped 8-4-4-4-12); copy it from the `MIG …` lines of `nvidia-smi -L`"
+    )]
+    MigBody {
+        /// The input, as given.
+        input: String,
+        /// What is wrong with the UUID part.
+        problem: String,
+    },
     /// A malformed legacy `MIG-GPU-<uuid>/<gi>/<ci>` id.
     #[error(
         "{input:?} is not a legacy MIG id: {problem} (rule: legacy form MIG-GPU-<full GPU UUID>/<GPU instance>/<compute instance>); prefer the `MIG-<uuid>` form that `nvidia-smi -L` prints on drivers R470 and later"
@@ -120,6 +131,20 @@ enum BodyError {
 }
 
 impl BodyError {
+    fn into_mig_error(self, input: &str) -> UuidError {
+        let problem = match self {
+            Self::Empty => "nothing follows `MIG-`".to_owned(),
+            Self::NotHex(found) => format!("{found:?} is not a hex digit"),
+            Self::Length(1) => "it has 1 hex digit, a UUID has 32".to_owned(),
+            Self::Length(digits) => format!("it has {digits} hex digits, a UUID has 32"),
+            Self::DashLayout => "its dashes do not group the digits 8-4-4-4-12".to_owned(),
+        };
+        UuidError::MigBody {
+            input: input.to_owned(),
+            problem,
+        }
+    }
+
     fn into_uuid_error(self, input: &str) -> UuidError {
         let input = input.to_owned();
         match self {
@@ -348,7 +373,7 @@ impl MigUuid {
         if strip_prefix_ignore_case(rest, "GPU-").is_none() {
             return parse_body(rest)
                 .map(Self::Uuid)
-                .map_err(|e| e.into_uuid_error(input));
+                .map_err(|e| e.into_mig_error(input));
         }
         let legacy = |problem| UuidError::LegacyMig {
             input: input.to_owned(),
@@ -369,9 +394,10 @@ impl MigUuid {
                 .then(|| text.parse::<u32>().ok())
                 .flatten()
         };
-        let gpu_instance = id(gi).ok_or_else(|| legacy("the GPU instance id is not a number"))?;
-        let compute_instance =
-            id(ci).ok_or_else(|| legacy("the compute instance id is not a number"))?;
+        let gpu_instance = id(gi)
+            .ok_or_else(|| legacy("the GPU instance id is not a decimal number below 2^32"))?;
+        let compute_instance = id(ci)
+            .ok_or_else(|| legacy("the compute instance id is not a decimal number below 2^32"))?;
         Ok(Self::Legacy {
             gpu,
             gpu_instance,

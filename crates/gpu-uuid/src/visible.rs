@@ -46,8 +46,9 @@ pub enum StopReason {
     /// `all`, `none`, `void` or `NoDevFiles`: keywords of `NVIDIA_VISIBLE_DEVICES` or Slurm,
     /// not of CUDA.
     Keyword,
-    /// A UUID without the `GPU-` prefix whose first character is not a digit. (One that starts
-    /// with a digit is read as an index, with a [`WarningKind::BareUuid`] warning.)
+    /// A UUID (or the start of one) without the `GPU-` prefix whose first character is not a
+    /// digit. (One that starts with a digit is read as an index, with a
+    /// [`WarningKind::BareUuid`] warning.)
     BareUuid,
     /// An entry of another kind than the list's first entry, which fixed the mode.
     OtherKind {
@@ -135,7 +136,8 @@ pub struct Warning {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WarningKind {
-    /// A UUID without `GPU-`: CUDA reads its leading digits as an index (`1c20e77d-…` is 1).
+    /// A UUID, or the start of one, without `GPU-`: CUDA reads its leading digits as an index
+    /// (`1c20e77d-…` is 1, `9e8d35e3` is 9).
     BareUuid,
     /// A range such as `0-2`: CUDA has no ranges and reads the first number.
     Range,
@@ -244,10 +246,17 @@ pub(crate) fn strtoul(bytes: &[u8]) -> Option<(bool, u32, &[u8])> {
     Some((negative, value, tail))
 }
 
+/// A full UUID without `GPU-`, or something that looks like the start of one: at least 8
+/// hex digits and dashes with at least one letter (`9e8d35e3`).
 fn is_bare_uuid(bytes: &[u8]) -> bool {
-    !starts_with_ignore_case(bytes, b"GPU-")
-        && !starts_with_ignore_case(bytes, b"MIG-")
-        && std::str::from_utf8(bytes).is_ok_and(|text| GpuUuid::parse(text).is_ok())
+    if starts_with_ignore_case(bytes, b"GPU-") || starts_with_ignore_case(bytes, b"MIG-") {
+        return false;
+    }
+    let full = std::str::from_utf8(bytes).is_ok_and(|text| GpuUuid::parse(text).is_ok());
+    let prefix = bytes.len() >= 8
+        && bytes.iter().all(|b| b.is_ascii_hexdigit() || *b == b'-')
+        && bytes.iter().any(u8::is_ascii_alphabetic);
+    full || prefix
 }
 
 fn is_keyword(bytes: &[u8]) -> bool {
@@ -547,7 +556,7 @@ impl fmt::Display for Stop {
                 "unset CUDA_VISIBLE_DEVICES to see every GPU, or list devices by index or `GPU-` UUID".into(),
             ),
             StopReason::BareUuid => (
-                "is a UUID without the `GPU-` prefix, which CUDA does not read as a UUID".into(),
+                "looks like a UUID without the `GPU-` prefix, which CUDA does not read as a UUID".into(),
                 format!("write it as `GPU-{}`", self.entry.trim()),
             ),
             StopReason::OtherKind { list } => other_kind_text(*list),
@@ -650,7 +659,7 @@ impl fmt::Display for Warning {
         match self.kind {
             WarningKind::BareUuid => write!(
                 f,
-                "{name} is a UUID without the `GPU-` prefix, so CUDA reads its leading digits as device index {index}; write it as `GPU-{}`",
+                "{name} looks like a UUID without the `GPU-` prefix, so CUDA reads its leading digits as device index {index}; write it as `GPU-{}`",
                 self.entry.trim()
             ),
             WarningKind::Range => write!(

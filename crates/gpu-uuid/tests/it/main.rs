@@ -1,0 +1,15 @@
+//! gpu-uuid's integration tests: one binary (notes/aesthetics.md §4.1).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod edge_cases;
+mod hosts;
+mod messages;
+mod mps;
+mod props;
+mod table;
+mod uuids;

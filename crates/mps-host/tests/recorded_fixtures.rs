@@ -1,0 +1,71 @@
+//! The snapshots recorded from the real daemon (`examples/record_fixture.rs`) still load as
+//! `HostFacts` and still say what the real daemon said.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::{Path, PathBuf};
+
+use sharing_policy::{FileKind, HostFacts, QueryOutcome, SCHEMA};
+
+fn recorded(kind: &str) -> Vec<(PathBuf, HostFacts)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("real-daemon-") && name.ends_with(&format!("-{kind}.json")) {
+            let facts = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            found.push((path, facts));
+        }
+    }
+    assert!(!found.is_empty(), "no recorded {kind} fixture");
+    found
+}
+
+fn answer(facts: &HostFacts) -> (Option<i32>, &str, &str) {
+    match &facts.daemon_query.as_ref().unwrap().outcome {
+        QueryOutcome::Exited {
+            code,
+            stdout,
+            stderr,
+            ..
+        } => (*code, stdout.text.as_str(), stderr.text.as_str()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_idle_capture_shows_a_live_idle_daemon() {
+    for (path, facts) in recorded("idle") {
+        assert_eq!(facts.schema, SCHEMA, "{path:?}");
+        assert_eq!(answer(&facts), (Some(0), "100.0\n", ""), "{path:?}");
+        assert_eq!(
+            facts.control_pipe.as_ref().unwrap().lstat.kind,
+            FileKind::Socket
+        );
+        assert!(matches!(
+            facts.gpu_query.as_ref().unwrap().outcome,
+            QueryOutcome::SpawnFailed { .. }
+        ));
+    }
+}
+
+#[test]
+fn the_stale_capture_shows_a_socket_without_a_daemon() {
+    for (path, facts) in recorded("stale") {
+        assert_eq!(facts.schema, SCHEMA, "{path:?}");
+        assert_eq!(
+            answer(&facts),
+            (Some(1), "", "Cannot find MPS control daemon process\n"),
+            "{path:?}"
+        );
+        assert_eq!(
+            facts.control_pipe.as_ref().unwrap().lstat.kind,
+            FileKind::Socket
+        );
+    }
+}

@@ -60,3 +60,8 @@ pub use crate::uuid::{GpuUuid, MigUuid, UuidError, canonicalize_gpu_uuid};
 pub use crate::visible::{
     Duplicate, Mode, Same, Stop, StopReason, VisibleDevices, VisibleEntry, Warning, WarningKind,
 };
+
+/// The README's example runs as a doctest too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

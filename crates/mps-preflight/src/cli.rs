@@ -1,0 +1,406 @@
+//! The command line: argument types and help texts (clap derive). Nothing here runs anything.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sharing_policy::Request;
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  success: the request is validated (or null), the data is on stdout
+  1  rejected: an unmet prerequisite or an inconsistency; stdout is empty and stderr
+     begins with `error: ` and says what to do
+  2  usage error, or an input that cannot be read (missing file, not JSON, a snapshot
+     of another schema version, a manifest that cannot be written)";
+
+const TOP_AFTER_HELP: &str = "\
+Examples:
+  # Will the learner and collector on cuda:0 share one GPU through a live MPS daemon?
+  mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 \\
+      --backend mjwarp --manifest run_manifest.json
+
+  # Every unmet prerequisite at once, with the commands that fix them.
+  mps-preflight doctor --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+
+  # Record this host once, replay the check anywhere (no GPU needed).
+  mps-preflight capture --output host.json
+  mps-preflight check --snapshot host.json --request mps --learner-device cuda:0 \\
+      --collector-device cuda:0 --backend mjwarp
+
+  # Before launching an MPS client: device indices become GPU UUIDs.
+  devices=$(mps-preflight visibility) || exit 1
+  export CUDA_VISIBLE_DEVICES=\"$devices\"
+
+  # After the run: are the ranks' records consistent?
+  mps-preflight merge rank0/manifest.json rank1/manifest.json
+
+Nothing here starts, stops or reconfigures an MPS daemon, and nothing initialises CUDA:
+the host is observed with `nvidia-smi` and read-only `nvidia-cuda-mps-control` queries.
+";
+
+/// Answers, fail-closed, whether a learner and a collector process will really share one
+/// physical GPU through a live CUDA MPS daemon, and records the evidence.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mps-preflight",
+    version,
+    about = "Answers, fail-closed, whether a learner and a collector will really share one physical GPU through a live CUDA MPS daemon",
+    long_about = "\
+Answers, fail-closed, whether a learner and a collector process will really share one physical
+GPU through a live CUDA MPS daemon. An explicit `--request mps` is either proven against this
+host, with the evidence printed as JSON, or rejected with the first unmet prerequisite and the
+command that fixes it. A null request (the default) never fails: it records the ambient MPS state.",
+    after_help = format!("{TOP_AFTER_HELP}\n{EXIT_CODES}"),
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Observe this host and validate the request; print the evidence as JSON
+    #[command(
+        long_about = "\
+Observe this host (environment, control pipe, pid file, `nvidia-smi`, a read-only daemon query)
+and validate the request against what was seen. This is `capture` then `check`, in memory:
+`check` on a fresh `capture` prints exactly what `probe` prints.
+
+On success stdout is exactly one JSON object, the evidence (16 keys). When rejected, stdout is
+empty and stderr begins with `error: ` and says what to do.",
+        after_help = format!("Examples:
+  mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+  mps-preflight probe --learner-device cpu --backend mjwarp           # null request: ambient state
+  mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 \\
+      --backend mjwarp --rank 1 --world-size 2 --manifest rank1/manifest.json
+
+{EXIT_CODES}")
+    )]
+    Probe(ProbeArgs),
+
+    /// Record this host's raw facts as a JSON snapshot, for `check` and `doctor --snapshot`
+    #[command(
+        long_about = "\
+Record what this host shows (environment, control pipe, pid file, `nvidia-smi`, a read-only
+daemon query) as a JSON snapshot, uninterpreted. Replay it anywhere with `check --snapshot` or
+`doctor --snapshot`; no GPU is needed there.",
+        after_help = format!("Examples:
+  mps-preflight capture --output host.json
+  mps-preflight capture --learner-uuid GPU-8932f937-d72c-4106-c12f-20bd9faed9f6 > host.json
+
+{EXIT_CODES}")
+    )]
+    Capture(CaptureArgs),
+
+    /// Validate a request against a snapshot alone, touching nothing on this host
+    #[command(
+        long_about = "\
+Validate the request against a snapshot from `capture` (or a fixture), touching nothing on this
+host. Prints what `probe` would have printed on the captured host. A --learner-uuid given here
+replaces the one recorded in the snapshot.",
+        after_help = format!("Examples:
+  mps-preflight check --snapshot fixtures/hosts/healthy-socket.json \\
+      --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+
+{EXIT_CODES}")
+    )]
+    Check(CheckArgs),
+
+    /// Print `CUDA_VISIBLE_DEVICES` with device indices rewritten to GPU UUIDs.
+    #[command(
+        about = "Print CUDA_VISIBLE_DEVICES with device indices rewritten to GPU UUIDs, for an MPS launch",
+        long_about = "\
+Print CUDA_VISIBLE_DEVICES (or --devices LIST) with each device index rewritten to its host
+GPU's `GPU-…` UUID. An MPS server renumbers the devices it serves from 0, so a client mask like
+`1` selects nothing; a UUID names the same GPU everywhere. `GPU-`/`MIG-` entries pass through.
+When CUDA_VISIBLE_DEVICES is unset, every host GPU's UUID is printed, in order.
+
+Exit 1, naming the entry, when an index has no host GPU (or `nvidia-smi` cannot list them), and
+when index order cannot be trusted: indices follow CUDA's order, which is `nvidia-smi`'s only
+with CUDA_DEVICE_ORDER=PCI_BUS_ID or when every GPU is the same model.",
+        after_help = format!("Examples:
+  devices=$(mps-preflight visibility) || exit 1
+  export CUDA_VISIBLE_DEVICES=\"$devices\"
+  mps-preflight visibility --devices 0,2
+
+Do not write `export CUDA_VISIBLE_DEVICES=$(mps-preflight visibility)` in a script that must stop
+on failure: `export` succeeds even when the command fails, leaving an empty mask (no GPU).
+
+{EXIT_CODES}")
+    )]
+    Visibility(VisibilityArgs),
+
+    /// List every unmet prerequisite at once: what was found, why it matters, how to fix it
+    #[command(
+        long_about = "\
+List every unmet prerequisite of the request at once, not only the first: what was found, why
+it matters, and the command that fixes it. Observes this host, or reads --snapshot.",
+        after_help = format!("Examples:
+  mps-preflight doctor --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+  mps-preflight doctor --snapshot host.json --request mps --learner-device cuda:0 \\
+      --collector-device cuda:0 --backend mjwarp --format json
+
+Exit status 1 when any finding blocks the request (the report is still printed on stdout).
+{EXIT_CODES}")
+    )]
+    Doctor(DoctorArgs),
+
+    /// Check the per-rank evidence of one run: every rank once, and consistent
+    #[command(
+        long_about = "\
+Check the per-rank evidence of one run (manifests holding `cuda_process_sharing`, or bare
+evidence files): ranks 0..world_size each appear once, world sizes and modes agree, and ranks
+naming one pipe directory name one control pipe, daemon and server. Prints the merged run as
+JSON; each inconsistency is one `error: <code>: <message>` line on stderr.",
+        after_help = format!("Examples:
+  mps-preflight merge runs/42/rank*/manifest.json
+
+Codes: not-evidence, invalid-world-size, world-size-mismatch, rank-out-of-range, duplicate-rank,
+missing-rank, configured-mismatch, effective-mismatch, validated-mismatch, control-pipe-mismatch,
+daemon-mismatch, server-mismatch.
+
+{EXIT_CODES}")
+    )]
+    Merge(MergeArgs),
+}
+
+/// What the launcher asks for (probe, check, doctor).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Request")]
+pub(crate) struct RequestArgs {
+    /// The sharing mode: `mps` or `null` (any case). Any other value is rejected (exit 1)
+    #[arg(long = "request", value_name = "MODE", default_value = "null")]
+    pub(crate) mode: String,
+
+    /// The learner's device, e.g. `cuda:0` (or `cpu` for a null request)
+    #[arg(long, value_name = "DEV")]
+    pub(crate) learner_device: String,
+
+    /// The collector's device, e.g. `cuda:0`; an `mps` request needs one
+    #[arg(long, value_name = "DEV")]
+    pub(crate) collector_device: Option<String>,
+
+    /// The simulation backend the run uses
+    #[arg(long, value_name = "NAME")]
+    pub(crate) backend: String,
+
+    /// A backend that supports process sharing (repeatable)
+    #[arg(long = "supported-backend", value_name = "NAME", default_value = sharing_policy::DEFAULT_SUPPORTED_BACKEND)]
+    pub(crate) supported_backends: Vec<String>,
+
+    /// This rank; must be in 0..world-size (other integers are rejected, exit 1)
+    #[arg(long, value_name = "INT", default_value = "0", value_parser = parse_int, allow_negative_numbers = true)]
+    pub(crate) rank: i64,
+
+    /// The number of ranks; must be at least 1 (other integers are rejected, exit 1)
+    #[arg(long, value_name = "INT", default_value = "1", value_parser = parse_int, allow_negative_numbers = true)]
+    pub(crate) world_size: i64,
+
+    #[arg(
+        long,
+        value_name = "UUID",
+        help = "The learner's GPU UUID as its own CUDA runtime reports it",
+        long_help = "\
+The learner's GPU UUID as its own CUDA runtime reports it (e.g. torch's
+`get_device_properties(i).uuid`); without it, the learner's GPU is resolved from
+CUDA_VISIBLE_DEVICES and `nvidia-smi`, like the collector's"
+    )]
+    pub(crate) learner_uuid: Option<String>,
+
+    /// The deadline of each host query, in milliseconds (unused by `check`)
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout)]
+    pub(crate) timeout_ms: u64,
+}
+
+impl RequestArgs {
+    /// The request as the policy reads it: `null` (any case, surrounding whitespace ignored)
+    /// is no mode; every other string is passed on as given, for the policy to judge.
+    pub(crate) fn to_request(&self) -> Request {
+        let mode = if self.mode.trim().eq_ignore_ascii_case("null") {
+            None
+        } else {
+            Some(self.mode.clone())
+        };
+        Request {
+            mode,
+            learner_device: self.learner_device.clone(),
+            collector_device: self.collector_device.clone(),
+            backend: self.backend.clone(),
+            rank: self.rank,
+            world_size: self.world_size,
+            supported_backends: self.supported_backends.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ProbeArgs {
+    #[command(flatten)]
+    pub(crate) request: RequestArgs,
+
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "Also record the evidence in this JSON manifest, under `cuda_process_sharing`",
+        long_help = "\
+Also record the evidence in this JSON manifest, under `cuda_process_sharing`: created
+if missing, every other key and the key order kept, written atomically. A file that is
+not a JSON object (or a symlink, or not writable) is left untouched and the command
+exits 2"
+    )]
+    pub(crate) manifest: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CaptureArgs {
+    /// The learner's GPU UUID as its own CUDA runtime reports it, recorded in the snapshot
+    #[arg(long, value_name = "UUID")]
+    pub(crate) learner_uuid: Option<String>,
+
+    /// The deadline of each host query, in milliseconds
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout)]
+    pub(crate) timeout_ms: u64,
+
+    /// Write the snapshot to FILE (atomically) instead of stdout
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The snapshot to validate against (from `capture`, or fixtures/hosts/*.json)
+    #[arg(long, value_name = "FILE")]
+    pub(crate) snapshot: PathBuf,
+
+    #[command(flatten)]
+    pub(crate) request: RequestArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VisibilityArgs {
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help = "The list to rewrite instead of CUDA_VISIBLE_DEVICES"
+    )]
+    pub(crate) devices: Option<String>,
+
+    /// The deadline of the `nvidia-smi` query, in milliseconds
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout)]
+    pub(crate) timeout_ms: u64,
+}
+
+/// How `doctor` prints its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// For people: each finding with what was found, why it matters and the fix.
+    Human,
+    /// For machines: one JSON object.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    #[command(flatten)]
+    pub(crate) request: RequestArgs,
+
+    /// Read the host from this snapshot instead of observing this host
+    #[arg(long, value_name = "FILE")]
+    pub(crate) snapshot: Option<PathBuf>,
+
+    /// The report's format
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub(crate) format: Format,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MergeArgs {
+    /// One manifest or evidence file per rank
+    #[arg(value_name = "FILE", required = true)]
+    pub(crate) files: Vec<PathBuf>,
+}
+
+/// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,
+/// so that they reach the policy (and are rejected there as out of range) instead of being a
+/// usage error; anything that is not an integer is a usage error.
+pub(crate) fn parse_int(text: &str) -> Result<i64, String> {
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, text.get(1..).unwrap_or_default()),
+        Some(b'+') => (false, text.get(1..).unwrap_or_default()),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("expected an integer, got {text:?}"));
+    }
+    Ok(match digits.parse::<i128>() {
+        Ok(value) => {
+            let value = if negative { -value } else { value };
+            i64::try_from(value).unwrap_or(if negative { i64::MIN } else { i64::MAX })
+        }
+        Err(_) if negative => i64::MIN,
+        Err(_) => i64::MAX,
+    })
+}
+
+/// A positive number of milliseconds.
+fn parse_timeout(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("the deadline must be at least 1 ms".to_owned()),
+        Ok(value) => Ok(value),
+        Err(_) => Err(format!(
+            "expected a whole number of milliseconds, got {text:?}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn integers_saturate_and_non_integers_are_errors() {
+        assert_eq!(parse_int("0"), Ok(0));
+        assert_eq!(parse_int("+7"), Ok(7));
+        assert_eq!(parse_int("-1"), Ok(-1));
+        assert_eq!(parse_int("9223372036854775808"), Ok(i64::MAX));
+        assert_eq!(parse_int("-9223372036854775809"), Ok(i64::MIN));
+        assert_eq!(parse_int(&"9".repeat(60)), Ok(i64::MAX));
+        assert_eq!(parse_int(&format!("-{}", "9".repeat(60))), Ok(i64::MIN));
+        for bad in [
+            "", "-", "+", "1.5", "1e3", " 1", "0x10", "one", "1_000", "--1", "١",
+        ] {
+            assert!(parse_int(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
+        let args = |mode: &str| RequestArgs {
+            mode: mode.to_owned(),
+            learner_device: "cuda:0".to_owned(),
+            collector_device: None,
+            backend: "mjwarp".to_owned(),
+            supported_backends: vec!["mjwarp".to_owned()],
+            rank: 0,
+            world_size: 1,
+            learner_uuid: None,
+            timeout_ms: 5000,
+        };
+        for null in ["null", "NULL", "Null", " null "] {
+            assert_eq!(args(null).to_request().mode, None, "{null:?}");
+        }
+        for other in ["mps", "MPS", "", "none", "nul"] {
+            assert_eq!(args(other).to_request().mode.as_deref(), Some(other));
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! probe, capture, check, doctor and merge: facts in, policy applied, output out.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use mps_host::ProbeOptions;
+use serde_json::{Map, Value};
+use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
+
+use crate::cli::{CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs};
+use crate::output::{Output, Status, json_text};
+use crate::snapshot;
+
+/// `probe`: `capture` then `check`, in memory, then the manifest.
+pub(crate) fn probe(args: &ProbeArgs) -> Output {
+    let request = args.request.to_request();
+    let facts = mps_host::capture(&probe_options(&args.request, &request));
+    let result = sharing_policy::validate(&request, &facts);
+    if let (Ok(evidence), Some(manifest)) = (&result, &args.manifest)
+        && let Err(err) = sharing_manifest::record_in_manifest(manifest, evidence)
+    {
+        return Output::input(format!(
+            "the request was validated, but the evidence could not be recorded: {err} (the manifest was left unchanged)"
+        ));
+    }
+    evidence_output(result)
+}
+
+/// `check`: the same validation as `probe`, over a snapshot.
+pub(crate) fn check(args: &CheckArgs) -> Output {
+    let facts = match load_snapshot(&args.snapshot, &args.request) {
+        Ok(facts) => facts,
+        Err(output) => return output,
+    };
+    evidence_output(sharing_policy::validate(&args.request.to_request(), &facts))
+}
+
+/// `capture`: the snapshot, pretty JSON, on stdout or into `--output`.
+pub(crate) fn capture(args: &CaptureArgs) -> Output {
+    let options = ProbeOptions {
+        timeout: Duration::from_millis(args.timeout_ms),
+        learner_uuid: args.learner_uuid.clone(),
+        observe_cuda: true,
+        ..ProbeOptions::default()
+    };
+    let facts = mps_host::capture(&options);
+    let text = match serde_json::to_value(&facts) {
+        Ok(value) => json_text(&value),
+        Err(err) => return Output::input(format!("cannot encode the snapshot as JSON: {err}")),
+    };
+    match &args.output {
+        None => Output::data(text),
+        Some(path) => match write_atomically(path, text.as_bytes()) {
+            Ok(()) => Output::data(String::new()),
+            Err(err) => Output::input(format!(
+                "{}: cannot write the snapshot: {err}",
+                path.display()
+            )),
+        },
+    }
+}
+
+/// `doctor`: every finding, for people or machines; exit 1 when any blocks the request.
+pub(crate) fn doctor(args: &DoctorArgs) -> Output {
+    let request = args.request.to_request();
+    let facts = match &args.snapshot {
+        Some(path) => match load_snapshot(path, &args.request) {
+            Ok(facts) => facts,
+            Err(output) => return output,
+        },
+        None => mps_host::capture(&probe_options(&args.request, &request)),
+    };
+    let findings = sharing_policy::explain(&request, &facts);
+    let evidence = sharing_policy::validate(&request, &facts).ok();
+    let stdout = match args.format {
+        Format::Human => doctor_human(&request, &findings, evidence.as_ref()),
+        Format::Json => json_text(&doctor_json(&findings, evidence.as_ref())),
+    };
+    if findings.is_empty() {
+        return Output::data(stdout);
+    }
+    let count = findings.len();
+    let noun = if count == 1 {
+        "prerequisite blocks"
+    } else {
+        "prerequisites block"
+    };
+    Output {
+        status: Status::Rejected,
+        stdout,
+        errors: vec![format!(
+            "{count} unmet {noun} the request (the report is on stdout)"
+        )],
+    }
+}
+
+/// `merge`: every file read (exit 2 when one cannot be), then the rank check.
+pub(crate) fn merge(args: &MergeArgs) -> Output {
+    let mut inputs = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        match sharing_manifest::read_json_file(path) {
+            Ok(value) => inputs.push((path.display().to_string(), value)),
+            Err(err) => return Output::input(format!("cannot read the evidence: {err}")),
+        }
+    }
+    let report = sharing_manifest::merge(&inputs);
+    if report.is_consistent() {
+        return Output::data(json_text(&report.to_json()));
+    }
+    Output {
+        status: Status::Rejected,
+        stdout: String::new(),
+        errors: report.findings.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// What `probe` and `doctor` observe: what `capture` observes, except that a null request
+/// whose learner is not a CUDA device and that has no collector observes nothing (the policy
+/// looks at nothing then, so the evidence is the same as from a full capture; the test
+/// `probe_equals_check_of_capture` holds this).
+fn probe_options(args: &RequestArgs, request: &Request) -> ProbeOptions {
+    let looks_like_cuda = request
+        .learner_device
+        .trim()
+        .to_ascii_lowercase()
+        .starts_with("cuda");
+    let observe_cuda =
+        request.mode.is_some() || request.collector_device.is_some() || looks_like_cuda;
+    ProbeOptions {
+        timeout: Duration::from_millis(args.timeout_ms),
+        learner_uuid: args.learner_uuid.clone(),
+        observe_cuda,
+        ..ProbeOptions::default()
+    }
+}
+
+/// The snapshot, with `--learner-uuid` (when given) replacing the recorded one, exactly as
+/// `probe` puts it into a fresh capture.
+fn load_snapshot(path: &Path, args: &RequestArgs) -> Result<HostFacts, Output> {
+    let mut facts = snapshot::load(path).map_err(Output::input)?;
+    if let Some(uuid) = &args.learner_uuid {
+        facts.learner_uuid = Some(uuid.clone());
+    }
+    Ok(facts)
+}
+
+/// Exit 0 with the evidence as one JSON object, or exit 1 with the rejection.
+fn evidence_output(result: Result<Evidence, Rejection>) -> Output {
+    match result {
+        Ok(evidence) => Output::data(json_text(&sharing_manifest::evidence_to_json(&evidence))),
+        Err(rejection) => Output::rejected(rejection.to_string()),
+    }
+}
+
+fn finding_json(finding: &Finding) -> Value {
+    let mut map = Map::new();
+    map.insert("code".to_owned(), Value::from(finding.code.as_str()));
+    map.insert("message".to_owned(), Value::from(finding.message.clone()));
+    map.insert("found".to_owned(), Value::from(finding.found.clone()));
+    map.insert("why".to_owned(), Value::from(finding.why.clone()));
+    map.insert("fix".to_owned(), Value::from(finding.fix.clone()));
+    Value::Object(map)
+}
+
+/// `{"ok", "findings": [{code, message, found, why, fix}], "evidence": {…} | null}`.
+fn doctor_json(findings: &[Finding], evidence: Option<&Evidence>) -> Value {
+    let mut map = Map::new();
+    map.insert("ok".to_owned(), Value::Bool(findings.is_empty()));
+    map.insert(
+        "findings".to_owned(),
+        findings.iter().map(finding_json).collect(),
+    );
+    map.insert(
+        "evidence".to_owned(),
+        evidence.map_or(Value::Null, sharing_manifest::evidence_to_json),
+    );
+    Value::Object(map)
+}
+
+fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evidence>) -> String {
+    let mode = request
+        .mode
+        .as_deref()
+        .map_or_else(|| "null".to_owned(), |mode| format!("{mode:?}"));
+    if findings.is_empty() {
+        let Some(evidence) = evidence else {
+            return format!("ok: nothing blocks the {mode} request\n");
+        };
+        if request.mode.is_none() {
+            let daemon = if evidence.ambient_server {
+                "an MPS control daemon answered on this host's pipe directory"
+            } else {
+                "no MPS control daemon answered (or none was looked for)"
+            };
+            return format!(
+                "ok: a null request asks for nothing, so nothing can block it; {daemon}.\n\
+                 Pass --request mps to check that the learner and collector really share one GPU through MPS.\n"
+            );
+        }
+        let gpu = evidence.learner_gpu_uuid.as_deref().unwrap_or("?");
+        let pipe = evidence.control_pipe.as_deref().unwrap_or("?");
+        return format!(
+            "ok: every prerequisite of the {mode} request is met: learner and collector share GPU {gpu}, and the control daemon at {pipe} answered.\n"
+        );
+    }
+    let count = findings.len();
+    let noun = if count == 1 {
+        "prerequisite"
+    } else {
+        "prerequisites"
+    };
+    let mut text = format!("The {mode} request is blocked by {count} unmet {noun}:\n");
+    for (number, finding) in findings.iter().enumerate() {
+        let _ = write!(
+            text,
+            "\n{}. [{}] {}\n   found: {}\n   why:   {}\n   fix:   {}\n",
+            number + 1,
+            finding.code.as_str(),
+            finding.message,
+            finding.found,
+            finding.why,
+            finding.fix
+        );
+    }
+    text
+}
+
+/// Temp file in the same directory, write, fsync, rename.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::Builder::new()
+        .prefix(".mps-preflight-")
+        .suffix(".tmp")
+        .tempfile_in(directory)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|err| err.error)?;
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! What a command produces, before it is written: stdout text, error lines, and the exit status.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+/// The documented exit statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// 0: success.
+    Ok,
+    /// 1: rejected (an unmet prerequisite or an inconsistency).
+    Rejected,
+    /// 2: a usage error or an input that cannot be read or written.
+    Input,
+}
+
+impl Status {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Self::Ok => 0,
+            Self::Rejected => 1,
+            Self::Input => 2,
+        }
+    }
+}
+
+/// A command's result: data for stdout, messages for stderr (each printed as `error: …`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Output {
+    pub(crate) status: Status,
+    pub(crate) stdout: String,
+    pub(crate) errors: Vec<String>,
+}
+
+impl Output {
+    /// Exit 0 with `stdout`.
+    pub(crate) fn data(stdout: String) -> Self {
+        Self {
+            status: Status::Ok,
+            stdout,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Exit 1, stdout empty, one error.
+    pub(crate) fn rejected(message: impl Into<String>) -> Self {
+        Self {
+            status: Status::Rejected,
+            stdout: String::new(),
+            errors: vec![message.into()],
+        }
+    }
+
+    /// Exit 2, stdout empty, one error.
+    pub(crate) fn input(message: impl Into<String>) -> Self {
+        Self {
+            status: Status::Input,
+            stdout: String::new(),
+            errors: vec![message.into()],
+        }
+    }
+
+    /// Writes stdout then stderr; a failed write to stdout (a closed pipe) becomes exit 2.
+    pub(crate) fn emit(self) -> ExitCode {
+        let mut status = self.status;
+        let mut errors = self.errors;
+        if !self.stdout.is_empty() {
+            let mut out = std::io::stdout().lock();
+            if let Err(err) = out
+                .write_all(self.stdout.as_bytes())
+                .and_then(|()| out.flush())
+            {
+                errors.push(format!("cannot write to standard output: {err}"));
+                status = Status::Input;
+            }
+        }
+        let mut err_stream = std::io::stderr().lock();
+        for message in &errors {
+            // Nothing sensible is left to do when stderr itself is closed.
+            let _ = writeln!(err_stream, "error: {message}");
+        }
+        ExitCode::from(status.code())
+    }
+}
+
+/// Pretty JSON with a trailing newline (`serde_json`'s `{:#}` cannot fail).
+pub(crate) fn json_text(value: &serde_json::Value) -> String {
+    format!("{value:#}\n")
+}

@@ -1,0 +1,164 @@
+//! `visibility`: the mask with device indices rewritten to `GPU-` UUIDs for an MPS client.
+
+use std::time::Duration;
+
+use gpu_uuid::{GpuTable, VisibilityError, mps_visibility_entries};
+use mps_host::{DEFAULT_OUTPUT_CAP, ProcessRunner, Runner as _};
+use sharing_policy::{EnvFacts, GPU_QUERY_PROGRAM, QueryOutcome, QueryRecord};
+
+use crate::cli::VisibilityArgs;
+use crate::output::Output;
+
+const NVIDIA_SMI_HINT: &str = "check `nvidia-smi --query-gpu=index,uuid --format=csv,noheader`";
+
+pub(crate) fn visibility(args: &VisibilityArgs) -> Output {
+    let env = mps_host::read_env();
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let raw = match (&args.devices, &env.cuda_visible_devices) {
+        (Some(list), _) => Some(list.clone()),
+        (None, None) => None,
+        (None, Some(value)) => match value.as_str() {
+            Some(text) => Some(text.to_owned()),
+            None => {
+                return Output::rejected(format!(
+                    "CUDA_VISIBLE_DEVICES is not valid UTF-8 ({:?}), so its entries cannot be read as indices or UUIDs; set it to `GPU-` UUIDs from `nvidia-smi -L`",
+                    value.to_string_lossy()
+                ));
+            }
+        },
+    };
+    let Some(raw) = raw else {
+        return every_gpu(&env, timeout);
+    };
+    match mps_visibility_entries(&raw, None) {
+        Ok(entries) => return Output::data(format!("{}\n", entries.join(","))),
+        Err(VisibilityError::NoTable { .. }) => {} // indices: the host table is needed
+        Err(err) => return Output::rejected(err.to_string()),
+    }
+    let table = match host_table(timeout) {
+        Ok(table) => table,
+        Err(why) => {
+            let what = mps_visibility_entries(&raw, None)
+                .err()
+                .map(|err| err.to_string())
+                .unwrap_or_default();
+            return Output::rejected(format!("{what} (the table is unavailable because {why})"));
+        }
+    };
+    let entries = match mps_visibility_entries(&raw, Some(&table)) {
+        Ok(entries) => entries,
+        Err(err) => return Output::rejected(err.to_string()),
+    };
+    if let Some(why) = untrusted_order(
+        &env,
+        &table,
+        &format!("CUDA_VISIBLE_DEVICES={raw:?} selects GPUs by index"),
+    ) {
+        return Output::rejected(why);
+    }
+    Output::data(format!("{}\n", entries.join(",")))
+}
+
+/// Unset mask: every host GPU is visible, in CUDA's order; listing them by UUID keeps that
+/// exactly when CUDA's order is the table's.
+fn every_gpu(env: &EnvFacts, timeout: Duration) -> Output {
+    let table = match host_table(timeout) {
+        Ok(table) => table,
+        Err(why) => {
+            return Output::rejected(format!(
+                "CUDA_VISIBLE_DEVICES is unset (every GPU visible), and the host GPU table that would list their UUIDs is unavailable: {why}; {NVIDIA_SMI_HINT}, or pass --devices with `GPU-` UUIDs"
+            ));
+        }
+    };
+    if let Some(why) = untrusted_order(
+        env,
+        &table,
+        "CUDA_VISIBLE_DEVICES is unset, so CUDA numbers every GPU itself",
+    ) {
+        return Output::rejected(why);
+    }
+    let uuids: Vec<String> = table
+        .rows()
+        .iter()
+        .map(|row| row.uuid.to_string())
+        .collect();
+    Output::data(format!("{}\n", uuids.join(",")))
+}
+
+/// The index order rule of sharing-policy: indices are `nvidia-smi`'s only under
+/// `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on a host whose GPUs are all one model.
+fn untrusted_order(env: &EnvFacts, table: &GpuTable, what: &str) -> Option<String> {
+    let pci_bus_order = env
+        .cuda_device_order
+        .as_ref()
+        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
+    if pci_bus_order || table.is_homogeneous() {
+        return None;
+    }
+    let order = env.cuda_device_order.as_ref().map_or_else(
+        || "CUDA_DEVICE_ORDER is unset".to_owned(),
+        |order| format!("CUDA_DEVICE_ORDER={:?}", order.to_string_lossy()),
+    );
+    let models: Vec<&str> = table.rows().iter().map(|row| row.name.as_str()).collect();
+    Some(format!(
+        "{what}, but index order cannot be trusted on this host: its GPUs are different models ({}) and {order}, so CUDA (fastest first) may number them differently from nvidia-smi; set CUDA_DEVICE_ORDER=PCI_BUS_ID for the launcher and every process, or write the mask as `GPU-` UUIDs from `nvidia-smi -L`",
+        models.join(", ")
+    ))
+}
+
+/// Runs the host GPU query through mps-host's runner and reads the table from it.
+fn host_table(timeout: Duration) -> Result<GpuTable, String> {
+    let runner = ProcessRunner {
+        stdout_cap: DEFAULT_OUTPUT_CAP,
+        stderr_cap: DEFAULT_OUTPUT_CAP,
+        search_path: None,
+    };
+    interpret(&runner.run(&mps_host::gpu_query(timeout)))
+}
+
+/// The same reading of the `nvidia-smi` record as sharing-policy's: only a complete, UTF-8
+/// answer of exit status 0 counts.
+fn interpret(record: &QueryRecord) -> Result<GpuTable, String> {
+    match &record.outcome {
+        QueryOutcome::SpawnFailed { error } => {
+            Err(format!("{GPU_QUERY_PROGRAM} could not be started: {error}"))
+        }
+        QueryOutcome::TimedOut { .. } => Err(format!(
+            "{GPU_QUERY_PROGRAM} did not finish within {} ms",
+            record.timeout_ms
+        )),
+        QueryOutcome::Exited {
+            code: Some(0),
+            stdout,
+            ..
+        } if stdout.truncated => Err(format!("the output of {GPU_QUERY_PROGRAM} was cut short")),
+        QueryOutcome::Exited {
+            code: Some(0),
+            stdout,
+            ..
+        } if stdout.non_utf8 => Err(format!("the output of {GPU_QUERY_PROGRAM} is not UTF-8")),
+        QueryOutcome::Exited {
+            code: Some(0),
+            stdout,
+            ..
+        } => GpuTable::parse(&stdout.text).map_err(|err| err.to_string()),
+        QueryOutcome::Exited {
+            code,
+            signal,
+            stdout,
+            stderr,
+        } => {
+            let how = match (code, signal) {
+                (Some(code), _) => format!("exited with status {code}"),
+                (None, Some(signal)) => format!("was killed by signal {signal}"),
+                (None, None) => "ended without an exit status".to_owned(),
+            };
+            let said = [stderr.text.as_str(), stdout.text.as_str()]
+                .iter()
+                .find_map(|text| text.lines().map(str::trim).find(|line| !line.is_empty()))
+                .map(|line| format!(": {line}"))
+                .unwrap_or_default();
+            Err(format!("{GPU_QUERY_PROGRAM} {how}{said}"))
+        }
+    }
+}

@@ -138,18 +138,31 @@ impl GpuTable {
         Self::check(rows)
     }
 
-    /// Builds a table from rows, with the same checks as [`Self::parse`] (line numbers count
-    /// rows from 1).
+    /// Builds a table from rows (fixtures, a recorded snapshot), with the same checks as
+    /// [`Self::parse`]: a non-empty name, a PCI bus id, no repeats, indices `0..n`. Line
+    /// numbers in errors count rows from 1.
     ///
     /// # Errors
     /// As [`Self::parse`].
     pub fn from_rows(rows: Vec<GpuRow>) -> Result<Self, TableError> {
-        Self::check(
-            rows.into_iter()
-                .enumerate()
-                .map(|(i, row)| (i + 1, row))
-                .collect(),
-        )
+        let mut numbered = Vec::with_capacity(rows.len());
+        for (i, row) in rows.into_iter().enumerate() {
+            let line = i + 1;
+            let fields = check_name(&row.name).and_then(|()| check_bus_id(&row.pci_bus_id));
+            if let Err(problem) = fields {
+                let text = format!(
+                    "{}, {}, {}, {}",
+                    row.index, row.uuid, row.name, row.pci_bus_id
+                );
+                return Err(TableError::Malformed {
+                    line,
+                    text,
+                    problem,
+                });
+            }
+            numbered.push((line, row));
+        }
+        Self::check(numbered)
     }
 
     fn check(mut rows: Vec<(usize, GpuRow)>) -> Result<Self, TableError> {
@@ -280,19 +293,28 @@ fn parse_row(text: &str) -> Result<GpuRow, String> {
         ));
     };
     check_bus_id(pci_bus_id)?;
-    let name = fields
-        .get(2..fields.len() - 1)
-        .unwrap_or_default()
-        .join(", ");
-    if name.is_empty() {
-        return Err("has an empty name field".to_owned());
-    }
+    // The name is the text between the second and the last comma, as printed.
+    let name = text
+        .splitn(3, ',')
+        .nth(2)
+        .and_then(|rest| rest.rsplit_once(','))
+        .map_or("", |(name, _)| name.trim())
+        .to_owned();
+    check_name(&name)?;
     Ok(GpuRow {
         index,
         uuid,
         name,
         pci_bus_id: (*pci_bus_id).to_owned(),
     })
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        Err("has an empty name field".to_owned())
+    } else {
+        Ok(())
+    }
 }
 
 fn parse_index(field: &str) -> Result<u32, String> {

@@ -55,9 +55,9 @@ fn tolerates_what_nvidia_smi_varies() {
 #[test]
 fn a_name_with_commas_is_everything_between_uuid_and_bus_id() {
     let stdout =
-        "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA A100, PCIe, 40GB, 00000000:17:00.0\n";
+        "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA A100,PCIe, 40GB , 00000000:17:00.0\n";
     let table = GpuTable::parse(stdout).unwrap();
-    assert_eq!(table.rows()[0].name, "NVIDIA A100, PCIe, 40GB");
+    assert_eq!(table.rows()[0].name, "NVIDIA A100,PCIe, 40GB");
     assert_eq!(table.rows()[0].pci_bus_id, "00000000:17:00.0");
 }
 
@@ -164,6 +164,12 @@ fn from_rows_checks_like_parse() {
         })
     ));
     assert_eq!(GpuTable::from_rows(vec![row(0)]).unwrap().len(), 1);
+    let mut bad = row(0);
+    bad.pci_bus_id = "17:00.0".into();
+    assert!(matches!(
+        GpuTable::from_rows(vec![bad]),
+        Err(TableError::Malformed { line: 1, .. })
+    ));
 }
 
 #[test]

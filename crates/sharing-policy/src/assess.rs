@@ -197,7 +197,7 @@ fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
     } else if supported.is_empty() {
         (
             format!(
-                "{MPS} supports no backend here: the configured list of supported backends is empty; got training.sim_backend={}. Configure the supported backends, or set training.cuda_process_sharing to null.",
+                "{MPS} supports only the configured backends, and none is configured; got training.sim_backend={}. Configure the supported backends, or set training.cuda_process_sharing to null.",
                 repr(&request.backend)
             ),
             "configure the supported backends, or set training.cuda_process_sharing to null"
@@ -286,7 +286,7 @@ fn check_identity(
                 Ok(uuid) => identity.learner = Some(uuid),
                 Err(failure) => {
                     findings.push(gpu_finding(Role::Learner, index, &failure));
-                    learner_failure = Some(failure.code(Role::Learner));
+                    learner_failure = Some(failure);
                 }
             },
         }
@@ -295,10 +295,12 @@ fn check_identity(
         match gpu::resolve_index(index, &facts.env, &table) {
             Ok(uuid) => identity.collector = Some(uuid),
             Err(failure) => {
-                let code = failure.code(Role::Collector);
-                // One host-level problem (a MIG mask, an untrusted order, an odd record) is one
-                // unmet prerequisite, even though both devices hit it.
-                if learner_failure != Some(code) || code == Code::CollectorUuidUnresolved {
+                // One host-level problem (no table, a mask that hides every GPU, a MIG mask, an
+                // untrusted order, an odd record) is one unmet prerequisite, even though both
+                // devices hit it. An index out of range is about the device, so it is kept.
+                let same_cause = learner_failure.as_ref() == Some(&failure)
+                    && !matches!(failure, Failure::OutOfRange(_));
+                if !same_cause {
                     findings.push(gpu_finding(Role::Collector, index, &failure));
                 }
             }
@@ -322,51 +324,60 @@ fn check_identity(
     identity
 }
 
+/// `text` without a trailing period, so it can be followed by ". ".
+fn clause(text: &str) -> &str {
+    text.trim_end().trim_end_matches('.')
+}
+
 /// The finding for a device whose GPU could not be resolved.
 fn gpu_finding(role: Role, index: u32, failure: &Failure) -> Finding {
     let device = format!("cuda:{index}");
     let code = failure.code(role);
-    let found = failure.describe();
+    let mut found = failure.describe();
+    if let (Role::Collector, Failure::OutOfRange(_)) = (role, failure) {
+        found = format!("{device} is out of range; {found}");
+    }
+    let what = clause(&found);
     let (message, fix) = match (code, failure) {
         (Code::MigVisibilityUnsupported, _) => (
             format!(
-                "{MPS} cannot map the {} device {device} to a physical GPU: {found}, and MIG devices are not supported. Set CUDA_VISIBLE_DEVICES to a full GPU UUID (GPU-…) or unset it.",
+                "{MPS} cannot map the {} device {device} to a physical GPU: {what}.",
                 role.name()
             ),
             "set CUDA_VISIBLE_DEVICES to a full GPU UUID (GPU-…), or unset it".to_owned(),
         ),
         (Code::AmbiguousDeviceOrder, _) => (
             format!(
-                "{MPS} cannot trust index-based device mapping for the {} device {device}: {found}, so CUDA's device order may differ from nvidia-smi's. Set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…), or export CUDA_DEVICE_ORDER=PCI_BUS_ID.",
+                "{MPS} cannot trust index-based device mapping for the {} device {device}: {what}, so CUDA's device order may differ from nvidia-smi's. Set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…), or export CUDA_DEVICE_ORDER=PCI_BUS_ID.",
                 role.name()
             ),
             "set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…), or export CUDA_DEVICE_ORDER=PCI_BUS_ID".to_owned(),
         ),
         (Code::InconsistentSnapshot, _) => (
-            format!("{MPS} cannot use this host snapshot: {found}. Capture the host again with mps-preflight."),
+            format!("{MPS} cannot use this host snapshot: {what}. Capture the host again with mps-preflight."),
             "capture the host again with mps-preflight".to_owned(),
         ),
         (Code::CudaUnavailable, Failure::NoneVisible(_)) => (
             format!(
-                "{SHARING} requires CUDA, but CUDA is unavailable for the learner device {device}: {found}. Set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…) or unset it."
+                "{SHARING} requires CUDA, but CUDA is unavailable for the learner device {device}: {what}. Set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…) or unset it."
             ),
             "set CUDA_VISIBLE_DEVICES to the GPU's UUID (GPU-…), or unset it".to_owned(),
         ),
         (Code::CudaUnavailable, _) => (
             format!(
-                "{SHARING} requires CUDA, but CUDA is unavailable for the learner device {device}: {found}. Check the NVIDIA driver with `nvidia-smi`, or pass the learner's GPU UUID."
+                "{SHARING} requires CUDA, but CUDA is unavailable for the learner device {device}: {what}. Check the NVIDIA driver with `nvidia-smi`, or pass the learner's GPU UUID."
             ),
             "check the NVIDIA driver with `nvidia-smi`, or pass the learner's GPU UUID".to_owned(),
         ),
         (Code::DeviceOutOfRange, _) => (
             format!(
-                "{SHARING} learner device {device} is out of range; {found}. Use a smaller index, or widen CUDA_VISIBLE_DEVICES."
+                "{SHARING} learner device {device} is out of range; {what}. Use a smaller index, or widen CUDA_VISIBLE_DEVICES."
             ),
             "use an index below the number of visible GPUs, or widen CUDA_VISIBLE_DEVICES".to_owned(),
         ),
         _ => (
             format!(
-                "{MPS} could not resolve the collector CUDA UUID for '{device}' ({found}); run nvidia-smi --query-gpu=index,uuid --format=csv and verify the rank-local mask."
+                "{MPS} could not resolve the collector CUDA UUID for '{device}' ({what}); run nvidia-smi --query-gpu=index,uuid --format=csv and verify the rank-local mask."
             ),
             "run nvidia-smi --query-gpu=index,uuid --format=csv and verify the rank-local CUDA_VISIBLE_DEVICES".to_owned(),
         ),
@@ -479,6 +490,26 @@ fn check_pipe(
             "export CUDA_MPS_PIPE_DIRECTORY=<a directory whose control path fits in 107 bytes> for the daemon and both processes".to_owned(),
         ));
     }
+    match examine(pipe, &path, &start) {
+        Ok(kind) => Some(PipeEvidence {
+            directory: directory.to_owned(),
+            path,
+            kind,
+        }),
+        Err(finding) => {
+            findings.push(finding);
+            None
+        }
+    }
+}
+
+/// Presence, kind and access of an observed control pipe: its kind for the evidence, or the
+/// first problem.
+fn examine(
+    pipe: &PipeFacts,
+    path: &str,
+    start: &dyn Fn() -> String,
+) -> Result<&'static str, Finding> {
     let kind = match (pipe.lstat.kind, pipe.stat.kind) {
         (FileKind::Missing, _) | (FileKind::Symlink, FileKind::Missing) => {
             let dangling = if pipe.lstat.kind == FileKind::Symlink {
@@ -486,13 +517,15 @@ fn check_pipe(
             } else {
                 ""
             };
-            findings.push(Finding::new(
+            return Err(Finding::new(
                 Code::ControlPipeMissing,
-                format!("{MPS} found no control pipe at {path}{dangling}. Start a control daemon with: {}", start()),
+                format!(
+                    "{MPS} found no control pipe at {path}{dangling}. Start a control daemon with: {}",
+                    start()
+                ),
                 format!("nothing at {path}{dangling}"),
                 start(),
             ));
-            return None;
         }
         (FileKind::Unknown, _) | (_, FileKind::Unknown) => {
             let error = pipe
@@ -501,17 +534,16 @@ fn check_pipe(
                 .as_deref()
                 .or(pipe.stat.error.as_deref())
                 .unwrap_or("unknown error");
-            findings.push(access_finding(
-                &path,
+            return Err(access_finding(
+                path,
                 &format!("it could not be examined: {error}"),
                 pipe,
             ));
-            return None;
         }
         (_, FileKind::Socket) => "unix_socket",
         (_, FileKind::Fifo) => "fifo",
         (_, other) => {
-            findings.push(Finding::new(
+            return Err(Finding::new(
                 Code::NotAControlPipe,
                 format!(
                     "{MPS} requires a live control socket or FIFO at {path}; that path is not a daemon control pipe (it is {}). Move it aside and start a control daemon with: {}",
@@ -519,9 +551,8 @@ fn check_pipe(
                     start()
                 ),
                 format!("{path} is {}", describe_kind(other)),
-                format!("move {} aside, then: {}", crate::shell_quote(&path), start()),
+                format!("move {} aside, then: {}", crate::shell_quote(path), start()),
             ));
-            return None;
         }
     };
     let traversable = pipe.access.directory_traversable;
@@ -539,14 +570,9 @@ fn check_pipe(
                     .unwrap_or_default()
             ),
         };
-        findings.push(access_finding(&path, &why, pipe));
-        return None;
+        return Err(access_finding(path, &why, pipe));
     }
-    Some(PipeEvidence {
-        directory: directory.to_owned(),
-        path,
-        kind,
-    })
+    Ok(kind)
 }
 
 fn access_finding(path: &str, why: &str, pipe: &PipeFacts) -> Finding {
@@ -571,6 +597,7 @@ fn check_daemon(facts: &HostFacts, pin: Option<&str>, findings: &mut Vec<Finding
         env.cuda_mps_log_directory.as_ref(),
         pin,
     );
+    let verify = format!("Verify the daemon and retry: {start}");
     let status = daemon::status(facts.daemon_query.as_ref(), directory.as_bytes());
     let (code, reason, fix) = match status {
         DaemonStatus::Live { server_pid } => return server_pid,
@@ -578,46 +605,35 @@ fn check_daemon(facts: &HostFacts, pin: Option<&str>, findings: &mut Vec<Finding
             findings.push(inconsistent(why));
             return None;
         }
-        DaemonStatus::NotQueried => (
-            Code::DaemonUnreachable,
-            "the snapshot holds no daemon query".to_owned(),
-            format!("verify the daemon and retry: {start}"),
-        ),
+        DaemonStatus::NotQueried => (Code::DaemonUnreachable, "the snapshot holds no daemon query".to_owned(), verify),
         DaemonStatus::SpawnFailed(error) => (
             Code::DaemonUnreachable,
-            format!(
-                "{} could not be started: {error}",
-                crate::DAEMON_QUERY_PROGRAM
-            ),
-            "install the NVIDIA CUDA MPS tools (nvidia-cuda-mps-control) and put them on PATH"
-                .to_owned(),
+            format!("{} could not be started: {error}", crate::DAEMON_QUERY_PROGRAM),
+            "Install the NVIDIA CUDA MPS tools so that nvidia-cuda-mps-control is on PATH, then retry.".to_owned(),
         ),
-        DaemonStatus::NoAnswer(detail) => (
-            Code::DaemonUnreachable,
-            detail,
-            format!("verify the daemon and retry: {start}"),
-        ),
+        DaemonStatus::NoAnswer(detail) => (Code::DaemonUnreachable, detail, verify),
         DaemonStatus::TimedOut { timeout_ms } => (
             Code::DaemonTimedOut,
+            format!("the query did not answer within {timeout_ms} ms; the daemon may be stopped (SIGSTOP) or wedged"),
             format!(
-                "the query did not answer within {timeout_ms} ms; the daemon may be stopped or wedged"
-            ),
-            format!(
-                "check the daemon process (is it stopped?); if it is wedged, stop it as its owner and start it again: {start}"
+                "Check the daemon process's state (ps -o pid,stat,cmd -C nvidia-cuda-mps-control); resume or restart it as its owner, then retry. To start a fresh one: {start}"
             ),
         ),
         DaemonStatus::Unrecognized(detail) => (
             Code::DaemonAnswerUnrecognized,
-            format!("it answered in an unrecognised way ({detail})"),
+            format!("it answered in a way this validator does not recognise ({detail})"),
             format!(
-                "check the daemon with: echo get_default_active_thread_percentage | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control",
+                "Check the daemon by hand: printf 'get_default_active_thread_percentage\\n' | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control",
                 crate::shell_quote(&directory.to_string_lossy())
             ),
         ),
     };
     findings.push(Finding::new(
         code,
-        format!("{MPS} could not reach the control daemon through {path}: {reason}. Verify the daemon and retry: {start}"),
+        format!(
+            "{MPS} could not reach the control daemon through {path}: {}. {fix}",
+            clause(&reason)
+        ),
         reason,
         fix,
     ));

@@ -127,10 +127,10 @@ pub(crate) fn host_table(record: Option<&QueryRecord>) -> Table {
     }
 }
 
-/// `CUDA_VISIBLE_DEVICES=…` or "`CUDA_VISIBLE_DEVICES` is unset", for messages.
+/// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset", for messages.
 fn describe_mask(raw: Option<&OsText>) -> String {
     raw.map_or_else(
-        || "CUDA_VISIBLE_DEVICES is unset".to_owned(),
+        || "CUDA_VISIBLE_DEVICES unset".to_owned(),
         |value| format!("CUDA_VISIBLE_DEVICES={}", repr(&value.to_string_lossy())),
     )
 }
@@ -160,7 +160,7 @@ pub(crate) fn resolve_index(index: u32, env: &EnvFacts, table: &Table) -> Result
     let visible = VisibleDevices::parse_bytes(raw.map(OsText::as_bytes));
     let resolution = match gpu_uuid::resolve(&visible, table) {
         Ok(resolution) => resolution,
-        Err(err @ ResolveError::Mig { .. }) => return Err(Failure::Mig(format!("{mask}: {err}"))),
+        Err(err @ ResolveError::Mig { .. }) => return Err(Failure::Mig(err.to_string())),
         Err(err) => return Err(Failure::NoneVisible(format!("{mask}: {err}"))),
     };
     // Why the list is shorter than written, when it is.
@@ -168,7 +168,7 @@ pub(crate) fn resolve_index(index: u32, env: &EnvFacts, table: &Table) -> Result
         .duplicate()
         .map(ToString::to_string)
         .or_else(|| resolution.stop().map(ToString::to_string))
-        .map(|why| format!(" ({why})"))
+        .map(|why| format!(": {why}"))
         .unwrap_or_default();
     let gpus = resolution.visible();
     if gpus.is_empty() {
@@ -194,7 +194,7 @@ pub(crate) fn resolve_index(index: u32, env: &EnvFacts, table: &Table) -> Result
             |order| format!("CUDA_DEVICE_ORDER={}", repr(&order.to_string_lossy())),
         );
         return Err(Failure::UntrustedOrder(format!(
-            "{mask} selects by index, the host GPUs are different models ({}) and {order}",
+            "with {mask}, device indices follow CUDA's enumeration order; the host GPUs are different models ({}) and {order}",
             models.join(", ")
         )));
     }

@@ -1,0 +1,19 @@
+//! Integration tests of sharing-policy: recorded fixtures → snapshots, properties, the seed's
+//! order and phrases, and one test per deliberate change from the seed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests read and write fixture files"
+)]
+
+mod changes;
+mod fixtures;
+mod hosts;
+mod props;
+mod seed_order;
+mod support;

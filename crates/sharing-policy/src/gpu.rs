@@ -24,7 +24,7 @@ pub(crate) enum Failure {
     NoTable(String),
     /// The GPU query record is another query.
     NotTheQuery(String),
-    /// The mask makes no GPU visible.
+    /// The mask makes no GPU visible (or is not UTF-8, so what it selects is unproven).
     NoneVisible(String),
     /// The index is at or beyond the number of visible GPUs.
     OutOfRange(String),
@@ -157,6 +157,12 @@ pub(crate) fn resolve_index(index: u32, env: &EnvFacts, table: &Table) -> Result
     };
     let raw = env.cuda_visible_devices.as_ref();
     let mask = describe_mask(raw);
+    if raw.is_some_and(|value| value.as_str().is_none()) {
+        // CUDA reads bytes, but a mask that is not text is unproven here: fail closed.
+        return Err(Failure::NoneVisible(format!(
+            "{mask} is not valid UTF-8, so which GPUs it selects is not proven"
+        )));
+    }
     let visible = VisibleDevices::parse_bytes(raw.map(OsText::as_bytes));
     let resolution = match gpu_uuid::resolve(&visible, table) {
         Ok(resolution) => resolution,

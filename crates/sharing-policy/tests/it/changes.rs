@@ -402,6 +402,10 @@ fn non_utf8_and_cut_short_facts_never_pass() {
         stderr: CapturedText::default(),
     };
     assert_eq!(code(&request, &bytes), Some(Code::CudaUnavailable));
+    let mut mask = healthy.clone();
+    mask.env.cuda_visible_devices = Some(OsText::from_bytes(b"0,\xff".to_vec()));
+    assert_eq!(code(&request, &mask), Some(Code::CudaUnavailable));
+    assert!(message(&request, &mask).contains("is not valid UTF-8"));
     let mut dir = healthy;
     dir.env.cuda_mps_pipe_directory = Some(OsText::from_bytes(b"/tmp/\xffmps".to_vec()));
     assert_eq!(code(&request, &dir), Some(Code::NonUtf8PipeDirectory));

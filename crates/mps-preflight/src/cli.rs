@@ -51,7 +51,7 @@ GPU through a live CUDA MPS daemon. An explicit `--request mps` is either proven
 host, with the evidence printed as JSON, or rejected with the first unmet prerequisite and the
 command that fixes it. A null request (the default) never fails: it records the ambient MPS state.",
     after_help = format!("{TOP_AFTER_HELP}\n{EXIT_CODES}"),
-    propagate_version = true,
+    arg_required_else_help = false,
     max_term_width = 100
 )]
 pub(crate) struct Cli {
@@ -101,7 +101,7 @@ Validate the request against a snapshot from `capture` (or a fixture), touching 
 host. Prints what `probe` would have printed on the captured host. A --learner-uuid given here
 replaces the one recorded in the snapshot.",
         after_help = format!("Examples:
-  mps-preflight check --snapshot fixtures/hosts/healthy-socket.json \\
+  mps-preflight check --snapshot fixtures/hosts/healthy-socket-with-server.json \\
       --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
 
 {EXIT_CODES}")

@@ -102,7 +102,7 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
     for path in &args.files {
         match sharing_manifest::read_json_file(path) {
             Ok(value) => inputs.push((path.display().to_string(), value)),
-            Err(err) => return Output::input(format!("cannot read the evidence: {err}")),
+            Err(err) => return Output::input(err.to_string()),
         }
     }
     let report = sharing_manifest::merge(&inputs);

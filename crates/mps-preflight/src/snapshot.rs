@@ -8,8 +8,7 @@ use sharing_policy::{HostFacts, SCHEMA};
 /// Reads the snapshot at `path`. Every failure is an input error (exit 2), with a message that
 /// names the file and says what to do.
 pub(crate) fn load(path: &Path) -> Result<HostFacts, String> {
-    let value = sharing_manifest::read_json_file(path)
-        .map_err(|err| format!("cannot read the snapshot: {err}"))?;
+    let value = sharing_manifest::read_json_file(path).map_err(|err| err.to_string())?;
     let shown = path.display();
     match value.get("schema") {
         Some(Value::String(schema)) if schema == SCHEMA => {}

@@ -1,0 +1,159 @@
+//! Bad input never panics: every refusal is an `error: ` line and exit 1 or 2.
+
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+
+use crate::support::{FakeHost, bare_snapshot, fixtures_dir, not_utf8};
+
+const REQUEST: [&str; 8] = [
+    "--request",
+    "mps",
+    "--learner-device",
+    "cuda:0",
+    "--collector-device",
+    "cuda:0",
+    "--backend",
+    "mjwarp",
+];
+
+#[test]
+fn unreadable_snapshots_exit_2() {
+    let host = FakeHost::new();
+    let write =
+        |name: &str, content: &[u8]| std::fs::write(host.root().join(name), content).unwrap();
+    write("not-json.json", b"schema: v1\n");
+    write("binary.json", b"\x00\x01\xff\xfe");
+    write("empty.json", b"");
+    write("array.json", b"[]");
+    write("no-schema.json", b"{\"os\": \"linux\"}");
+    let mut old = bare_snapshot();
+    old["schema"] = "mps-preflight/host-facts/v0".into();
+    write("v0.json", old.to_string().as_bytes());
+    let mut future = bare_snapshot();
+    future["schema"] = "mps-preflight/host-facts/v2".into();
+    write("v2.json", future.to_string().as_bytes());
+    let mut wrong_type = bare_snapshot();
+    wrong_type["schema"] = 1.into();
+    write("schema-number.json", wrong_type.to_string().as_bytes());
+    let mut broken = bare_snapshot();
+    broken["os"] = 5.into();
+    write("broken.json", broken.to_string().as_bytes());
+    std::fs::create_dir(host.root().join("dir.json")).unwrap();
+    let status = crate::support::spawn(
+        std::process::Command::new("mkfifo").arg(host.root().join("fifo.json")),
+    )
+    .wait()
+    .unwrap();
+    assert!(status.success());
+    let big = std::fs::File::create(host.root().join("big.json")).unwrap();
+    big.set_len(16 * 1024 * 1024 + 1).unwrap();
+
+    let old_fixture = fixtures_dir().join("old-snapshot-schema.json");
+    let old_fixture = old_fixture.to_str().unwrap();
+    let names = [
+        "missing.json",
+        "not-json.json",
+        "binary.json",
+        "empty.json",
+        "array.json",
+        "no-schema.json",
+        "v0.json",
+        "v2.json",
+        "schema-number.json",
+        "broken.json",
+        "dir.json",
+        "fifo.json",
+        "big.json",
+        old_fixture,
+    ];
+    let mut transcript = String::new();
+    for name in names {
+        for command in ["check", "doctor"] {
+            let mut args = vec![command, "--snapshot", name];
+            args.extend_from_slice(&REQUEST);
+            let run = host.run(&args);
+            run.assert_discipline(name);
+            assert_eq!(run.code, 2, "{command} {name}\n{}", run.render());
+            assert!(run.stdout.is_empty(), "{name}");
+            assert_eq!(run.stderr.lines().count(), 1, "{name}\n{}", run.render());
+            if command == "check" {
+                let shown = run
+                    .stderr
+                    .replace(&fixtures_dir().display().to_string(), "[FIXTURES]");
+                let _ = write!(transcript, "{shown}");
+            }
+        }
+    }
+    // A path that is not UTF-8 is only a missing file.
+    let mut args: Vec<&OsStr> = vec![OsStr::new("check"), OsStr::new("--snapshot")];
+    let path = not_utf8("snap");
+    args.push(&path);
+    args.extend(REQUEST.iter().map(OsStr::new));
+    let run = host.run_os(&args);
+    run.assert_discipline("non-UTF-8 path");
+    assert_eq!(run.code, 2);
+    let _ = write!(transcript, "{}", run.stderr);
+    insta::assert_snapshot!(transcript);
+}
+
+#[test]
+fn non_utf8_arguments_are_usage_errors() {
+    let host = FakeHost::new();
+    let bad = not_utf8("cuda:");
+    let args: Vec<&OsStr> = ["probe", "--backend", "mjwarp", "--learner-device"]
+        .iter()
+        .map(OsStr::new)
+        .chain([bad.as_os_str()])
+        .collect();
+    let run = host.run_os(&args);
+    run.assert_discipline("non-UTF-8 argument");
+    assert_eq!(run.code, 2, "{}", run.render());
+}
+
+/// Every CUDA variable set to bytes that are not UTF-8: no command panics.
+#[test]
+fn non_utf8_environment_never_panics() {
+    let mut host = FakeHost::with_pipe_name(&not_utf8("pipe"));
+    host.one_gpu().daemon_answers("").socket();
+    host.env("CUDA_VISIBLE_DEVICES", not_utf8("0"))
+        .env("CUDA_DEVICE_ORDER", not_utf8("PCI"))
+        .env("CUDA_MPS_LOG_DIRECTORY", not_utf8("/log"));
+    let mut probe = vec!["probe"];
+    probe.extend_from_slice(&REQUEST);
+    let mut doctor = vec!["doctor"];
+    doctor.extend_from_slice(&REQUEST);
+    let runs = [
+        ("probe", host.run(&probe)),
+        (
+            "probe null",
+            host.run(&[
+                "probe",
+                "--learner-device",
+                "cuda:0",
+                "--collector-device",
+                "cuda:0",
+                "--backend",
+                "mjwarp",
+            ]),
+        ),
+        ("doctor", host.run(&doctor)),
+        ("visibility", host.run(&["visibility"])),
+        ("capture", host.run(&["capture"])),
+    ];
+    for (what, run) in &runs {
+        run.assert_discipline(what);
+    }
+    assert_eq!(runs[0].1.code, 1, "{}", runs[0].1.render());
+    // The null request records what it can, and never rejects.
+    let ambient = runs[1].1.json("probe null");
+    assert_eq!(ambient["validated"], false);
+    assert_eq!(runs[2].1.code, 1);
+    assert_eq!(runs[3].1.code, 1);
+    // The capture keeps the bytes, and a check of it agrees with probe.
+    let snapshot = runs[4].1.json("capture");
+    assert!(snapshot["env"]["cuda_mps_pipe_directory"]["non_utf8_bytes"].is_array());
+    std::fs::write(host.root().join("snap.json"), &runs[4].1.stdout).unwrap();
+    let mut check = vec!["check", "--snapshot", "snap.json"];
+    check.extend_from_slice(&REQUEST);
+    assert_eq!(host.run(&check), runs[0].1);
+}

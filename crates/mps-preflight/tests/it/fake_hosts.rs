@@ -1,0 +1,429 @@
+//! Fake hosts: `probe` prints exactly what `check` prints on a fresh `capture` of the same
+//! host, for every request; and what it prints is right.
+
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+
+use crate::support::{FakeHost, GPU0, GPU1, Run, not_utf8};
+
+/// The requests every fake host is probed with.
+const REQUESTS: &[&[&str]] = &[
+    &[
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+    ],
+    &[
+        "--request",
+        "MPS",
+        "--learner-device",
+        "cuda",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "MJWarp",
+    ],
+    &[
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:1",
+        "--backend",
+        "mjwarp",
+    ],
+    &[
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+        "--rank",
+        "1",
+        "--world-size",
+        "2",
+    ],
+    &[
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+        "--rank",
+        "2",
+        "--world-size",
+        "2",
+    ],
+    &[
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "isaac",
+    ],
+    &[
+        "--request",
+        "shared",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+    ],
+    &[
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+        "--learner-uuid",
+        GPU0,
+    ],
+    &[
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+        "--learner-uuid",
+        GPU1,
+    ],
+    &[
+        "--request",
+        "null",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+    ],
+    &[
+        "--learner-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+        "--learner-uuid",
+        GPU0,
+    ],
+    &["--learner-device", "cpu", "--backend", "mjwarp"],
+];
+
+/// The fake hosts, by name. Each keeps its processes and sockets alive until dropped.
+fn hosts() -> Vec<(&'static str, FakeHost, Option<u32>)> {
+    let mut out = Vec::new();
+
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("4242\n").socket();
+    let pid = host.live_daemon_pid();
+    out.push(("healthy-socket-with-server", host, Some(pid)));
+
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("").socket();
+    out.push(("healthy-idle-daemon", host, None));
+
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_gone().socket();
+    std::fs::write(host.pipe().join("nvidia-cuda-mps-control.pid"), "999999999").unwrap();
+    out.push(("stale-socket", host, None));
+
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_gone();
+    out.push(("no-control-pipe", host, None));
+
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("").fifo();
+    out.push(("control-fifo", host, None));
+
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_gone().regular_control();
+    out.push(("control-regular-file", host, None));
+
+    let mut host = FakeHost::new();
+    host.daemon_answers("").socket();
+    out.push(("no-nvidia-smi", host, None));
+
+    let mut host = FakeHost::new();
+    host.tool(
+        "nvidia-smi",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+        "",
+        9,
+    )
+    .daemon_answers("")
+    .socket();
+    out.push(("nvidia-smi-driver-failure", host, None));
+
+    let mut host = FakeHost::new();
+    host.two_gpus()
+        .daemon_answers("")
+        .socket()
+        .env("CUDA_VISIBLE_DEVICES", "1");
+    out.push(("numeric-mask", host, None));
+
+    let mut host = FakeHost::new();
+    host.two_gpus()
+        .daemon_answers("")
+        .socket()
+        .env("CUDA_VISIBLE_DEVICES", "");
+    out.push(("empty-mask", host, None));
+
+    let mut host = FakeHost::new();
+    host.mixed_gpus().daemon_answers("").socket();
+    out.push(("mixed-models", host, None));
+
+    let mut host = FakeHost::new();
+    host.mixed_gpus()
+        .daemon_answers("")
+        .socket()
+        .env("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    out.push(("mixed-models-pci-bus-id", host, None));
+
+    let mut host = FakeHost::new();
+    host.one_gpu()
+        .daemon_answers("")
+        .socket()
+        .env("CUDA_VISIBLE_DEVICES", not_utf8("0"));
+    out.push(("non-utf8-mask", host, None));
+
+    let mut host = FakeHost::with_pipe_name(&not_utf8("pipe"));
+    host.one_gpu().daemon_answers("").socket();
+    out.push(("non-utf8-pipe-directory", host, None));
+
+    out
+}
+
+fn with(command: &str, request: &[&str], extra: &[&str]) -> Vec<String> {
+    let mut args = vec![command.to_owned()];
+    args.extend(request.iter().map(|arg| (*arg).to_owned()));
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    args
+}
+
+fn run(host: &FakeHost, args: &[String]) -> Run {
+    host.run_os(&args.iter().map(OsStr::new).collect::<Vec<_>>())
+}
+
+/// The request's `--learner-uuid`, when it has one.
+fn learner_uuid(request: &[&str]) -> Option<String> {
+    request
+        .iter()
+        .position(|arg| *arg == "--learner-uuid")
+        .map(|i| request[i + 1].to_owned())
+}
+
+/// The request without `--learner-uuid`.
+fn without_uuid(request: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for arg in request {
+        if skip {
+            skip = false;
+        } else if *arg == "--learner-uuid" {
+            skip = true;
+        } else {
+            out.push((*arg).to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn probe_equals_check_of_capture() {
+    for (name, host, pid) in hosts() {
+        let mut transcript = String::new();
+        for (number, request) in REQUESTS.iter().enumerate() {
+            let what = format!("{name} request {number}: {request:?}");
+            let probe = run(&host, &with("probe", request, &[]));
+            probe.assert_discipline(&what);
+
+            // check on a fresh capture that recorded the learner UUID, if any.
+            let snapshot = host.root().join(format!("capture-{number}.json"));
+            let snapshot = snapshot.to_str().unwrap();
+            let mut capture_args = vec![
+                "capture".to_owned(),
+                "--output".to_owned(),
+                snapshot.to_owned(),
+            ];
+            if let Some(uuid) = learner_uuid(request) {
+                capture_args.extend(["--learner-uuid".to_owned(), uuid]);
+            }
+            let capture = run(&host, &capture_args);
+            assert_eq!(
+                (
+                    capture.code,
+                    capture.stdout.as_str(),
+                    capture.stderr.as_str()
+                ),
+                (0, "", ""),
+                "{what}"
+            );
+            let check = run(&host, &with("check", request, &["--snapshot", snapshot]));
+            assert_eq!(probe, check, "{what}: probe and check of capture differ");
+
+            // check with the UUID given to check instead of recorded: the same again.
+            if learner_uuid(request).is_some() {
+                let bare = host.root().join(format!("capture-{number}-bare.json"));
+                let bare = bare.to_str().unwrap();
+                assert_eq!(host.run(&["capture", "-o", bare]).code, 0);
+                let mut args = vec!["check".to_owned(), "--snapshot".to_owned(), bare.to_owned()];
+                args.extend(request.iter().map(|arg| (*arg).to_owned()));
+                assert_eq!(probe, run(&host, &args), "{what}: --learner-uuid on check");
+                // and a recorded UUID is replaced by the one given to check.
+                let mut other = vec![
+                    "check".to_owned(),
+                    "--snapshot".to_owned(),
+                    snapshot.to_owned(),
+                ];
+                other.extend(without_uuid(request));
+                let recorded = run(&host, &other);
+                recorded.assert_discipline(&what);
+            }
+
+            if probe.code == 0 {
+                let evidence = probe.json(&what);
+                assert_eq!(evidence.as_object().unwrap().len(), 16, "{what}");
+            } else {
+                probe.assert_rejected(&what);
+            }
+            let _ = write!(
+                transcript,
+                "=== {}\n{}\n",
+                request.join(" "),
+                host.redact(&probe.render(), pid)
+            );
+        }
+        insta::assert_snapshot!(format!("probe on {name}"), transcript);
+    }
+}
+
+/// A capture is the snapshot schema, pretty JSON on stdout, and lossless for non-UTF-8 values.
+#[test]
+fn capture_prints_a_snapshot() {
+    let mut host = FakeHost::new();
+    host.one_gpu()
+        .daemon_answers("")
+        .socket()
+        .env("CUDA_VISIBLE_DEVICES", not_utf8("0,"));
+    let run = host.run(&["capture"]);
+    let snapshot = run.json("capture");
+    assert_eq!(snapshot["schema"], crate::support::SCHEMA);
+    assert!(run.stdout.starts_with("{\n  \"schema\""), "{}", run.stdout);
+    assert_eq!(
+        snapshot["env"]["cuda_visible_devices"]["non_utf8_bytes"],
+        serde_json::json!([48, 44, 255, 254])
+    );
+    assert_eq!(snapshot["control_pipe"]["lstat"]["kind"], "socket");
+    assert_eq!(snapshot["daemon_query"]["outcome"]["status"], "exited");
+    // A cpu-only null probe observes nothing, but a capture always observes everything.
+    assert!(snapshot["gpu_query"].is_object());
+}
+
+#[test]
+fn doctor_lists_every_finding() {
+    let mut host = FakeHost::new();
+    host.daemon_gone(); // no nvidia-smi, no control pipe, no daemon
+    let request = [
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:1",
+        "--backend",
+        "mjwarp",
+    ];
+    let human = host.run(
+        &with("doctor", &request, &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(human.code, 1, "{}", human.render());
+    assert!(human.stderr.starts_with("error: "), "{}", human.render());
+    let json = host.run(
+        &with("doctor", &request, &["--format", "json"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(json.code, 1);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    let findings = report["findings"].as_array().unwrap();
+    assert!(findings.len() >= 2, "{}", json.stdout);
+    for finding in findings {
+        for key in ["code", "message", "found", "why", "fix"] {
+            assert!(finding[key].is_string(), "{key} in {finding}");
+        }
+    }
+    // The first finding is what probe rejects with.
+    let probe = host.run(
+        &with("probe", &request, &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(
+        probe.stderr,
+        format!("error: {}\n", findings[0]["message"].as_str().unwrap())
+    );
+    insta::assert_snapshot!(host.redact(&human.render(), None));
+
+    // A healthy host: exit 0, "ok".
+    let mut healthy = FakeHost::new();
+    healthy.one_gpu().daemon_answers("").socket();
+    let request = [
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+    ];
+    let ok = healthy.run(
+        &with("doctor", &request, &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(ok.code, 0, "{}", ok.render());
+    assert!(ok.stdout.starts_with("ok: "), "{}", ok.render());
+    let ok_json = healthy.run(
+        &with("doctor", &request, &["--format", "json"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let report = ok_json.json("doctor json");
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["evidence"]["validated"], true);
+    insta::assert_snapshot!(
+        "doctor on a healthy host",
+        healthy.redact(&ok.render(), None)
+    );
+}

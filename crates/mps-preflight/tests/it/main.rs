@@ -1,0 +1,18 @@
+//! End-to-end tests of the built `mps-preflight` binary.
+#![allow(clippy::disallowed_methods)] // these tests run the binary and fake tools
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod bad_input;
+mod exit_codes;
+mod fake_hosts;
+mod fixtures;
+mod help;
+mod manifest;
+mod merge;
+mod support;
+mod visibility;

@@ -1,0 +1,126 @@
+//! `probe --manifest`: other keys and their order kept, corrupt manifests untouched.
+
+use serde_json::Value;
+
+use crate::support::FakeHost;
+
+const NULL_CPU: [&str; 5] = ["probe", "--learner-device", "cpu", "--backend", "mjwarp"];
+
+fn probe_into(host: &FakeHost, manifest: &str) -> crate::support::Run {
+    let mut args = NULL_CPU.to_vec();
+    args.extend(["--manifest", manifest]);
+    host.run(&args)
+}
+
+#[test]
+fn keeps_every_key_and_the_order() {
+    let host = FakeHost::new();
+    let original = r#"{"schema_version": 1, "run": {"id": "abc", "steps": [1, 2]}, "cuda_process_sharing": {"stale": true}, "z": null}"#;
+    std::fs::write(host.root().join("m.json"), original).unwrap();
+    let run = probe_into(&host, "m.json");
+    let evidence = run.json("probe --manifest");
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(host.root().join("m.json")).unwrap()).unwrap();
+    let keys: Vec<&str> = written
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["schema_version", "run", "cuda_process_sharing", "z"]);
+    assert_eq!(
+        written["run"],
+        serde_json::json!({"id": "abc", "steps": [1, 2]})
+    );
+    assert_eq!(written["cuda_process_sharing"], evidence);
+    let names: Vec<&str> = std::fs::read_dir(host.root())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .map(|_| "tmp")
+        .collect();
+    assert!(names.is_empty(), "a temporary file was left behind");
+}
+
+#[test]
+fn creates_a_missing_manifest() {
+    let host = FakeHost::new();
+    let evidence = probe_into(&host, "new.json").json("probe --manifest new");
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(host.root().join("new.json")).unwrap()).unwrap();
+    assert_eq!(
+        written,
+        serde_json::json!({"cuda_process_sharing": evidence})
+    );
+}
+
+#[test]
+fn refused_manifests_are_untouched_and_exit_2() {
+    let host = FakeHost::new();
+    std::fs::create_dir(host.root().join("dir.json")).unwrap();
+    std::os::unix::fs::symlink("target.json", host.root().join("link.json")).unwrap();
+    std::fs::write(host.root().join("target.json"), "{}").unwrap();
+    let cases: [(&str, &[u8]); 5] = [
+        ("corrupt.json", b"{\"run\": 1,,}"),
+        ("array.json", b"[1, 2]"),
+        ("binary.json", b"\x00\xff\xfe garbage"),
+        ("empty.json", b""),
+        ("number.json", b"42\n"),
+    ];
+    let mut messages = Vec::new();
+    for (name, content) in cases {
+        std::fs::write(host.root().join(name), content).unwrap();
+        let run = probe_into(&host, name);
+        run.assert_discipline(name);
+        assert_eq!(run.code, 2, "{name}\n{}", run.render());
+        assert!(run.stdout.is_empty(), "{name}");
+        assert_eq!(
+            std::fs::read(host.root().join(name)).unwrap(),
+            content,
+            "{name} was modified"
+        );
+        messages.push(run.stderr);
+    }
+    for name in ["dir.json", "link.json"] {
+        let run = probe_into(&host, name);
+        assert_eq!(run.code, 2, "{name}\n{}", run.render());
+        assert!(run.stdout.is_empty());
+        messages.push(run.stderr);
+    }
+    assert_eq!(
+        std::fs::read(host.root().join("target.json")).unwrap(),
+        b"{}"
+    );
+    assert!(
+        std::fs::symlink_metadata(host.root().join("link.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    insta::assert_snapshot!(messages.concat());
+}
+
+#[test]
+fn a_rejected_request_records_nothing() {
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_gone(); // no control pipe
+    std::fs::write(host.root().join("m.json"), "{\"a\": 1}").unwrap();
+    let run = host.run(&[
+        "probe",
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+        "--manifest",
+        "m.json",
+    ]);
+    run.assert_rejected("rejected with manifest");
+    assert_eq!(
+        std::fs::read(host.root().join("m.json")).unwrap(),
+        b"{\"a\": 1}"
+    );
+}

@@ -1,0 +1,79 @@
+//! `merge FILE...` over per-rank manifests and evidence files.
+
+use serde_json::Value;
+
+use crate::support::FakeHost;
+
+/// Probes rank `rank` of `world` on `host` into `<name>`, as a manifest.
+fn rank_manifest(host: &FakeHost, name: &str, rank: &str, world: &str) -> Value {
+    std::fs::write(host.root().join(name), "{\"run_id\": \"r1\"}").unwrap();
+    let run = host.run(&[
+        "probe",
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+        "--backend",
+        "mjwarp",
+        "--rank",
+        rank,
+        "--world-size",
+        world,
+        "--manifest",
+        name,
+    ]);
+    run.json(name)
+}
+
+#[test]
+fn a_consistent_run_merges() {
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("4242\n").socket();
+    rank_manifest(&host, "rank0.json", "0", "2");
+    let evidence = rank_manifest(&host, "rank1.json", "1", "2");
+    std::fs::write(host.root().join("bare1.json"), evidence.to_string()).unwrap();
+    let run = host.run(&["merge", "rank0.json", "rank1.json"]);
+    let merged = run.json("merge");
+    assert_eq!(merged["consistent"], true);
+    assert_eq!(merged["world_size"], 2);
+    assert_eq!(merged["validated"], true);
+    assert_eq!(merged["ranks"][1]["source"], "rank1.json");
+    // A bare evidence file merges like a manifest.
+    assert_eq!(host.run(&["merge", "bare1.json", "rank0.json"]).code, 0);
+}
+
+#[test]
+fn inconsistencies_exit_1_with_one_line_each() {
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("4242\n").socket();
+    rank_manifest(&host, "a.json", "0", "3");
+    rank_manifest(&host, "b.json", "0", "3");
+    std::fs::write(host.root().join("other.json"), "{\"run_id\": \"r1\"}").unwrap();
+    let run = host.run(&["merge", "a.json", "b.json", "other.json"]);
+    run.assert_rejected("merge");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert!(
+        lines.iter().all(|line| line.starts_with("error: ")),
+        "{}",
+        run.stderr
+    );
+    insta::assert_snapshot!(run.stderr);
+}
+
+#[test]
+fn unreadable_inputs_exit_2() {
+    let host = FakeHost::new();
+    std::fs::write(host.root().join("bad.json"), "{nope").unwrap();
+    for args in [
+        &["merge", "missing.json"][..],
+        &["merge", "bad.json"],
+        &["merge", "."],
+    ] {
+        let run = host.run(args);
+        run.assert_discipline(&format!("{args:?}"));
+        assert_eq!(run.code, 2, "{args:?}\n{}", run.render());
+        assert!(run.stdout.is_empty());
+    }
+}

@@ -1,0 +1,381 @@
+//! Running the built binary, on fake hosts: a temp pipe directory with a real bound Unix
+//! socket, fake `nvidia-smi` / `nvidia-cuda-mps-control` scripts on a temp `PATH`.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::RwLock;
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mps-preflight");
+pub(crate) const SCHEMA: &str = "mps-preflight/host-facts/v1";
+
+/// GPU UUIDs of the fake hosts (from notes/visibility.md's example tables).
+pub(crate) const GPU0: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
+pub(crate) const GPU1: &str = "GPU-5a88edbe-90c4-2449-8c43-70c57591cca1";
+
+/// One run of the binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Run {
+    /// Exit code, stdout and stderr as one text, for snapshots.
+    pub(crate) fn render(&self) -> String {
+        format!(
+            "exit {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+
+    /// The output discipline every run keeps, whatever the command.
+    pub(crate) fn assert_discipline(&self, what: &str) {
+        assert!(
+            matches!(self.code, 0..=2),
+            "{what}: exit {}\n{}",
+            self.code,
+            self.render()
+        );
+        for needle in ["panicked", "RUST_BACKTRACE", "stack backtrace"] {
+            assert!(
+                !self.stderr.contains(needle),
+                "{what}: panic text\n{}",
+                self.render()
+            );
+            assert!(
+                !self.stdout.contains(needle),
+                "{what}: panic text\n{}",
+                self.render()
+            );
+        }
+        if self.code != 0 {
+            assert!(
+                self.stderr.starts_with("error: "),
+                "{what}: stderr must begin `error: `\n{}",
+                self.render()
+            );
+        }
+    }
+
+    /// Exit 0 with exactly one JSON object on stdout and nothing on stderr.
+    pub(crate) fn json(&self, what: &str) -> serde_json::Value {
+        assert_eq!(self.code, 0, "{what}\n{}", self.render());
+        assert!(
+            self.stderr.is_empty(),
+            "{what}: stderr not empty\n{}",
+            self.render()
+        );
+        let value: serde_json::Value = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|err| panic!("{what}: stdout is not JSON: {err}\n{}", self.render()));
+        assert!(
+            value.is_object(),
+            "{what}: not an object\n{}",
+            self.render()
+        );
+        value
+    }
+
+    /// Exit 1, stdout empty, stderr one `error: ` message.
+    pub(crate) fn assert_rejected(&self, what: &str) {
+        assert_eq!(self.code, 1, "{what}\n{}", self.render());
+        assert!(
+            self.stdout.is_empty(),
+            "{what}: stdout not empty\n{}",
+            self.render()
+        );
+        assert!(
+            self.stderr.starts_with("error: "),
+            "{what}\n{}",
+            self.render()
+        );
+    }
+}
+
+/// Forks take this lock shared, writes of executables take it exclusively: a child forked
+/// while a test holds an executable open for writing would keep that descriptor until its
+/// `exec`, and running the executable then fails with ETXTBSY ("Text file busy").
+static EXEC_LOCK: RwLock<()> = RwLock::new(());
+
+/// Spawns `command` (never while an executable is being written).
+pub(crate) fn spawn(command: &mut Command) -> Child {
+    let _shared = EXEC_LOCK
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    command.spawn().expect("spawn")
+}
+
+/// Writes an executable file (never while a child is being forked).
+fn write_executable(path: &Path, write: impl FnOnce(&Path)) {
+    let _exclusive = EXEC_LOCK
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    write(path);
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Runs `command` to the end and keeps its output.
+pub(crate) fn finish(command: &mut Command) -> Run {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let output = spawn(command).wait_with_output().expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// A fake host: its own `PATH`, pipe directory and environment. Nothing of the real host is
+/// inherited (the environment is cleared), so a GPU machine runs these tests the same way.
+pub(crate) struct FakeHost {
+    dir: tempfile::TempDir,
+    pipe: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    listener: Option<UnixListener>,
+    daemon: Option<Child>,
+}
+
+impl FakeHost {
+    /// No GPU tool installed, an empty pipe directory.
+    pub(crate) fn new() -> Self {
+        Self::with_pipe_name(OsStr::new("pipe"))
+    }
+
+    /// The same, with the pipe directory named `name` (non-UTF-8 names allowed).
+    pub(crate) fn with_pipe_name(name: &OsStr) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("mpf")
+            .tempdir()
+            .expect("temp dir");
+        fs::create_dir(dir.path().join("bin")).expect("bin dir");
+        let pipe = dir.path().join(name);
+        fs::create_dir(&pipe).expect("pipe dir");
+        let env = vec![
+            (
+                OsString::from("PATH"),
+                dir.path().join("bin").into_os_string(),
+            ),
+            (
+                OsString::from("CUDA_MPS_PIPE_DIRECTORY"),
+                pipe.clone().into_os_string(),
+            ),
+        ];
+        Self {
+            dir,
+            pipe,
+            env,
+            listener: None,
+            daemon: None,
+        }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub(crate) fn pipe(&self) -> &Path {
+        &self.pipe
+    }
+
+    /// Sets (or replaces) an environment variable of every run.
+    pub(crate) fn env(&mut self, key: &str, value: impl AsRef<OsStr>) -> &mut Self {
+        self.env.retain(|(k, _)| k != key);
+        self.env
+            .push((OsString::from(key), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Unsets an environment variable of every run.
+    pub(crate) fn unset(&mut self, key: &str) -> &mut Self {
+        self.env.retain(|(k, _)| k != key);
+        self
+    }
+
+    /// A fake tool that prints `stdout` and `stderr` and exits `code` (shell builtins only:
+    /// `PATH` holds nothing else).
+    pub(crate) fn tool(&mut self, name: &str, stdout: &str, stderr: &str, code: i32) -> &mut Self {
+        let quote = |text: &str| format!("'{}'", text.replace('\'', r"'\''"));
+        let script = format!(
+            "#!/bin/sh\nwhile read -r line; do :; done\nprintf '%s' {} \nprintf '%s' {} >&2\nexit {code}\n",
+            quote(stdout),
+            quote(stderr)
+        );
+        let path = self.dir.path().join("bin").join(name);
+        write_executable(&path, |path| fs::write(path, script).expect("write tool"));
+        self
+    }
+
+    /// `nvidia-smi` listing `rows` (`index, uuid, name, pci.bus_id` lines).
+    pub(crate) fn gpus(&mut self, rows: &[&str]) -> &mut Self {
+        let text = rows
+            .iter()
+            .fold(String::new(), |text, row| text + row + "\n");
+        self.tool("nvidia-smi", &text, "", 0)
+    }
+
+    /// One H100.
+    pub(crate) fn one_gpu(&mut self) -> &mut Self {
+        self.gpus(&[&format!(
+            "0, {GPU0}, NVIDIA H100 80GB HBM3, 00000000:18:00.0"
+        )])
+    }
+
+    /// Two H100s.
+    pub(crate) fn two_gpus(&mut self) -> &mut Self {
+        self.gpus(&[
+            &format!("0, {GPU0}, NVIDIA H100 80GB HBM3, 00000000:18:00.0"),
+            &format!("1, {GPU1}, NVIDIA H100 80GB HBM3, 00000000:3B:00.0"),
+        ])
+    }
+
+    /// A GTX 1660 SUPER and an RTX 3090.
+    pub(crate) fn mixed_gpus(&mut self) -> &mut Self {
+        self.gpus(&[
+            &format!("0, {GPU0}, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0"),
+            &format!("1, {GPU1}, NVIDIA GeForce RTX 3090, 00000000:02:00.0"),
+        ])
+    }
+
+    /// A control daemon that answers (`servers`: the server list lines).
+    pub(crate) fn daemon_answers(&mut self, servers: &str) -> &mut Self {
+        self.tool(
+            "nvidia-cuda-mps-control",
+            &format!("100.0\n{servers}"),
+            "",
+            0,
+        )
+    }
+
+    /// The control front-end finds no daemon (what the real one prints).
+    pub(crate) fn daemon_gone(&mut self) -> &mut Self {
+        self.tool(
+            "nvidia-cuda-mps-control",
+            "",
+            "Cannot find MPS control daemon process\n",
+            1,
+        )
+    }
+
+    /// A real listening Unix socket at `<pipe>/control`, kept open for the host's lifetime.
+    pub(crate) fn socket(&mut self) -> &mut Self {
+        self.listener =
+            Some(UnixListener::bind(self.pipe.join("control")).expect("bind the control socket"));
+        self
+    }
+
+    /// A FIFO at `<pipe>/control`.
+    pub(crate) fn fifo(&mut self) -> &mut Self {
+        mkfifo(&self.pipe.join("control"));
+        self
+    }
+
+    /// A regular file at `<pipe>/control`.
+    pub(crate) fn regular_control(&mut self) -> &mut Self {
+        fs::write(self.pipe.join("control"), b"").expect("write control");
+        self
+    }
+
+    /// A live process named like the control daemon, and a pid file naming it.
+    pub(crate) fn live_daemon_pid(&mut self) -> u32 {
+        let daemon_dir = self.dir.path().join("daemon");
+        fs::create_dir_all(&daemon_dir).expect("daemon dir");
+        let program = daemon_dir.join("nvidia-cuda-mps-control");
+        let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("sleep");
+        write_executable(&program, |program| {
+            fs::copy(sleep, program).expect("copy sleep");
+        });
+        let child = spawn(Command::new(&program).arg("600").stdin(Stdio::null()));
+        let pid = child.id();
+        self.daemon = Some(child);
+        fs::write(
+            self.pipe.join("nvidia-cuda-mps-control.pid"),
+            pid.to_string(),
+        )
+        .expect("pid file");
+        pid
+    }
+
+    /// Runs the binary with `args` in this host's environment.
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
+        self.run_os(&args.iter().map(OsStr::new).collect::<Vec<_>>())
+    }
+
+    /// The same, with arguments that need not be UTF-8.
+    pub(crate) fn run_os(&self, args: &[&OsStr]) -> Run {
+        let mut command = Command::new(BIN);
+        command
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.dir.path())
+            .args(args);
+        finish(&mut command)
+    }
+
+    /// Replaces this host's temp paths (and `pid`, when given) with stable names, for snapshots.
+    pub(crate) fn redact(&self, text: &str, pid: Option<u32>) -> String {
+        let mut text = text.replace(&self.dir.path().display().to_string(), "[HOST]");
+        if let Some(pid) = pid {
+            text = text.replace(&pid.to_string(), "[DAEMON_PID]");
+        }
+        text
+    }
+}
+
+impl Drop for FakeHost {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.daemon {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `mkfifo` without a dependency: the coreutils tool.
+fn mkfifo(path: &Path) {
+    let status = spawn(Command::new("mkfifo").arg(path))
+        .wait()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// A minimal snapshot of this schema: a Linux host where nothing was observed.
+pub(crate) fn bare_snapshot() -> serde_json::Value {
+    serde_json::json!({
+        "schema": SCHEMA,
+        "os": "linux",
+        "env": {
+            "cuda_visible_devices": null,
+            "cuda_device_order": null,
+            "cuda_mps_pipe_directory": null,
+            "cuda_mps_log_directory": null
+        },
+        "gpu_query": null,
+        "control_pipe": null,
+        "daemon_query": null,
+        "pid_file": null,
+        "learner_uuid": null
+    })
+}
+
+/// The repository's `fixtures/hosts` directory.
+pub(crate) fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts")
+}
+
+/// Bytes that are not UTF-8.
+pub(crate) fn not_utf8(prefix: &str) -> OsString {
+    let mut bytes = prefix.as_bytes().to_vec();
+    bytes.extend_from_slice(b"\xff\xfe");
+    OsStr::from_bytes(&bytes).to_owned()
+}

@@ -142,8 +142,12 @@ it matters, and the command that fixes it. Observes this host, or reads --snapsh
   mps-preflight doctor --snapshot host.json --request mps --learner-device cuda:0 \\
       --collector-device cuda:0 --backend mjwarp --format json
 
-Exit status 1 when any finding blocks the request (the report is still printed on stdout).
-{EXIT_CODES}")
+Exit status:
+  0  nothing blocks the request; the report (\"ok: …\") is on stdout
+  1  a finding blocks the request; the report is on stdout, and stderr says
+     `error: N unmet prerequisites block the request`
+  2  usage error, or a snapshot that cannot be read (missing file, not JSON, a snapshot
+     of another schema version)")
     )]
     Doctor(DoctorArgs),
 

@@ -8,6 +8,7 @@
 )]
 
 mod bad_input;
+mod docs;
 mod exit_codes;
 mod fake_hosts;
 mod fixtures;

@@ -29,9 +29,10 @@ pub struct ProbeOptions {
     pub timeout: Duration,
     /// The learner's GPU UUID as its own CUDA runtime reported it, copied into the snapshot.
     pub learner_uuid: Option<String>,
-    /// Whether the caller's request involves CUDA devices at all. `false` (a null request with a
-    /// `cpu` learner and no collector) observes nothing: no file is looked at, no process runs;
-    /// only the environment is recorded.
+    /// Whether the caller's request needs host facts at all: pass
+    /// `sharing_policy::observes_host(&request)`. `false` (a null request with no CUDA device,
+    /// which the policy answers from the environment alone) observes nothing: no file is looked
+    /// at, no process runs; only the environment is recorded.
     pub observe_cuda: bool,
     /// Where [`capture`] looks for `nvidia-smi` and `nvidia-cuda-mps-control`, in `PATH` syntax.
     /// `None`: the inherited `PATH`.

@@ -116,22 +116,16 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
     }
 }
 
-/// What `probe` and `doctor` observe: what `capture` observes, except that a null request
-/// whose learner is not a CUDA device and that has no collector observes nothing (the policy
-/// looks at nothing then, so the evidence is the same as from a full capture; the test
+/// What `probe` and `doctor` observe: what `capture` observes, except when the policy looks at
+/// nothing but the environment (`sharing_policy::observes_host` is false: a null request with
+/// no CUDA device), when nothing is observed. The policy's own rule decides both, so the
+/// evidence is the same as from a full capture by construction (the test
 /// `probe_equals_check_of_capture` holds this).
 fn probe_options(args: &RequestArgs, request: &Request) -> ProbeOptions {
-    let looks_like_cuda = request
-        .learner_device
-        .trim()
-        .to_ascii_lowercase()
-        .starts_with("cuda");
-    let observe_cuda =
-        request.mode.is_some() || request.collector_device.is_some() || looks_like_cuda;
     ProbeOptions {
         timeout: Duration::from_millis(args.timeout_ms),
         learner_uuid: args.learner_uuid.clone(),
-        observe_cuda,
+        observe_cuda: sharing_policy::observes_host(request),
         ..ProbeOptions::default()
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use gpu_uuid::{GpuTable, VisibilityError, mps_visibility_entries};
 use mps_host::{DEFAULT_OUTPUT_CAP, ProcessRunner, Runner as _};
-use sharing_policy::{EnvFacts, GPU_QUERY_PROGRAM, QueryOutcome, QueryRecord};
+use sharing_policy::EnvFacts;
 
 use crate::cli::VisibilityArgs;
 use crate::output::Output;
@@ -85,14 +85,9 @@ fn every_gpu(env: &EnvFacts, timeout: Duration) -> Output {
     Output::data(format!("{}\n", uuids.join(",")))
 }
 
-/// The index order rule of sharing-policy: indices are `nvidia-smi`'s only under
-/// `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on a host whose GPUs are all one model.
+/// sharing-policy's index order rule (`index_order_trusted`), with this command's message.
 fn untrusted_order(env: &EnvFacts, table: &GpuTable, what: &str) -> Option<String> {
-    let pci_bus_order = env
-        .cuda_device_order
-        .as_ref()
-        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
-    if pci_bus_order || table.is_homogeneous() {
+    if sharing_policy::index_order_trusted(env, table) {
         return None;
     }
     let order = env.cuda_device_order.as_ref().map_or_else(
@@ -106,59 +101,14 @@ fn untrusted_order(env: &EnvFacts, table: &GpuTable, what: &str) -> Option<Strin
     ))
 }
 
-/// Runs the host GPU query through mps-host's runner and reads the table from it.
+/// Runs the host GPU query through mps-host's runner and reads the table from it exactly as
+/// the validator does (`sharing_policy::host_gpu_table`).
 fn host_table(timeout: Duration) -> Result<GpuTable, String> {
     let runner = ProcessRunner {
         stdout_cap: DEFAULT_OUTPUT_CAP,
         stderr_cap: DEFAULT_OUTPUT_CAP,
         search_path: None,
     };
-    interpret(&runner.run(&mps_host::gpu_query(timeout)))
-}
-
-/// The same reading of the `nvidia-smi` record as sharing-policy's: only a complete, UTF-8
-/// answer of exit status 0 counts.
-fn interpret(record: &QueryRecord) -> Result<GpuTable, String> {
-    match &record.outcome {
-        QueryOutcome::SpawnFailed { error } => {
-            Err(format!("{GPU_QUERY_PROGRAM} could not be started: {error}"))
-        }
-        QueryOutcome::TimedOut { .. } => Err(format!(
-            "{GPU_QUERY_PROGRAM} did not finish within {} ms",
-            record.timeout_ms
-        )),
-        QueryOutcome::Exited {
-            code: Some(0),
-            stdout,
-            ..
-        } if stdout.truncated => Err(format!("the output of {GPU_QUERY_PROGRAM} was cut short")),
-        QueryOutcome::Exited {
-            code: Some(0),
-            stdout,
-            ..
-        } if stdout.non_utf8 => Err(format!("the output of {GPU_QUERY_PROGRAM} is not UTF-8")),
-        QueryOutcome::Exited {
-            code: Some(0),
-            stdout,
-            ..
-        } => GpuTable::parse(&stdout.text).map_err(|err| err.to_string()),
-        QueryOutcome::Exited {
-            code,
-            signal,
-            stdout,
-            stderr,
-        } => {
-            let how = match (code, signal) {
-                (Some(code), _) => format!("exited with status {code}"),
-                (None, Some(signal)) => format!("was killed by signal {signal}"),
-                (None, None) => "ended without an exit status".to_owned(),
-            };
-            let said = [stderr.text.as_str(), stdout.text.as_str()]
-                .iter()
-                .find_map(|text| text.lines().map(str::trim).find(|line| !line.is_empty()))
-                .map(|line| format!(": {line}"))
-                .unwrap_or_default();
-            Err(format!("{GPU_QUERY_PROGRAM} {how}{said}"))
-        }
-    }
+    sharing_policy::host_gpu_table(&runner.run(&mps_host::gpu_query(timeout)))
+        .map_err(|err| err.to_string())
 }

@@ -4,11 +4,21 @@ use crate::daemon::{self, DaemonStatus};
 use crate::device::parse_cuda_index;
 use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMA, gpu};
 
+/// Whether the learner or the collector is a CUDA device (what makes a null request look at
+/// the host; [`crate::observes_host`]).
+pub(crate) fn names_a_cuda_device(request: &Request) -> bool {
+    parse_cuda_index(&request.learner_device).is_ok()
+        || request
+            .collector_device
+            .as_deref()
+            .is_some_and(|device| parse_cuda_index(device).is_ok())
+}
+
 /// Records what the snapshot shows for an unconfigured rank (the seed's `_probe_ambient`).
 ///
 /// Nothing is validated and nothing rejects: unresolvable facts are `None`. When neither device
-/// is a CUDA device (learner `cpu`, no collector) nothing in the snapshot is looked at beyond the
-/// raw `CUDA_MPS_PIPE_DIRECTORY`. A snapshot of another schema is not interpreted at all.
+/// is a CUDA device (learner `cpu`, no collector; [`crate::observes_host`] is false) nothing in
+/// the snapshot is looked at beyond the raw `CUDA_MPS_PIPE_DIRECTORY`. A snapshot of another schema is not interpreted at all.
 /// `ambient_server` is true exactly when the daemon answered live.
 pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     let mut evidence = Evidence {
@@ -37,14 +47,14 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         .cuda_mps_pipe_directory
         .as_ref()
         .map(OsText::to_string_lossy);
+    if !crate::observes_host(request) {
+        return evidence;
+    }
     let learner_index = parse_cuda_index(&request.learner_device).ok();
     let collector_index = request
         .collector_device
         .as_deref()
         .and_then(|d| parse_cuda_index(d).ok());
-    if learner_index.is_none() && collector_index.is_none() {
-        return evidence;
-    }
 
     let directory = env.effective_pipe_directory();
     let path = env.control_pipe_path();

@@ -7,14 +7,18 @@ use crate::assess::Role;
 use crate::text::repr;
 use crate::{Code, EnvFacts, GPU_QUERY_PROGRAM, OsText, QueryOutcome, QueryRecord};
 
-/// The recorded host GPU table, or why there is none.
-pub(crate) enum Table {
-    /// The table `nvidia-smi` printed.
-    Ok(GpuTable),
-    /// No usable table: not queried, failed, timed out, cut short, or unparsable.
-    Unavailable(String),
-    /// The record is not the table query this validator interprets.
+/// Why a recorded GPU query gives no host GPU table ([`host_gpu_table`]). Its message says what
+/// was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostTableError {
+    /// The record is not the table query this validator interprets (another program, or other
+    /// arguments than [`TABLE_QUERY_ARGS`]): the snapshot is inconsistent.
+    #[error("{0}")]
     NotTheQuery(String),
+    /// No usable table: the query was not recorded, could not be started, timed out, failed,
+    /// was cut short, printed text that is not UTF-8, or printed a table that does not parse.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Why a device's physical GPU could not be proven.
@@ -69,41 +73,90 @@ fn first_line(text: &str) -> &str {
         .unwrap_or("")
 }
 
-/// Interprets the recorded `nvidia-smi` run.
-pub(crate) fn host_table(record: Option<&QueryRecord>) -> Table {
-    let Some(record) = record else {
-        return Table::Unavailable("no host GPU query was recorded".to_owned());
-    };
-    if record.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
-        || record.args != TABLE_QUERY_ARGS
+/// The host GPU table from a recorded `nvidia-smi` query, the way the validator reads it.
+///
+/// Only a complete, UTF-8 answer of exit status 0 from `nvidia-smi` run with
+/// [`TABLE_QUERY_ARGS`] counts; everything else is an error whose message says what was found
+/// (an `nvidia-smi` that failed is quoted by the first non-blank line it printed, standard
+/// output first: that is where `nvidia-smi` writes its failures). [`validate`](crate::validate)
+/// resolves devices through this function; a caller that runs the query itself (the command
+/// line's `visibility`) uses it to read the table exactly as the validator would.
+///
+/// # Errors
+/// [`HostTableError::NotTheQuery`] when the record is another program or other arguments;
+/// [`HostTableError::Unavailable`] when the query could not be started, timed out, exited
+/// otherwise than with status 0, was cut short, is not UTF-8 or does not parse.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use sharing_policy::{host_gpu_table, CapturedText, HostTableError, QueryOutcome, QueryRecord};
+///
+/// let record = |code: i32, stdout: &str| QueryRecord {
+///     program: "nvidia-smi".into(),
+///     args: gpu_uuid::TABLE_QUERY_ARGS.map(String::from).to_vec(),
+///     stdin: String::new(),
+///     env: BTreeMap::new(),
+///     env_removed: vec![],
+///     timeout_ms: 5000,
+///     elapsed_ms: 40,
+///     outcome: QueryOutcome::Exited {
+///         code: Some(code),
+///         signal: None,
+///         stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
+///         stderr: CapturedText::default(),
+///     },
+/// };
+/// let row = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n";
+/// let table = host_gpu_table(&record(0, row))?;
+/// assert_eq!(table.rows().len(), 1);
+///
+/// let failed = record(9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n");
+/// assert_eq!(
+///     host_gpu_table(&failed).unwrap_err().to_string(),
+///     "nvidia-smi exited with status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+/// );
+///
+/// let mut other = record(0, row);
+/// other.args = vec!["-L".into()];
+/// assert!(matches!(host_gpu_table(&other), Err(HostTableError::NotTheQuery(_))));
+/// # Ok::<(), HostTableError>(())
+/// ```
+pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
+    use HostTableError::{NotTheQuery, Unavailable};
+    if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM) || query.args != TABLE_QUERY_ARGS
     {
-        return Table::NotTheQuery(format!(
+        return Err(NotTheQuery(format!(
             "its GPU query ran {} {:?} instead of {GPU_QUERY_PROGRAM} {:?}",
-            repr(&record.program),
-            record.args,
+            repr(&query.program),
+            query.args,
             TABLE_QUERY_ARGS
-        ));
+        )));
     }
-    match &record.outcome {
-        QueryOutcome::SpawnFailed { error } => {
-            Table::Unavailable(format!("{GPU_QUERY_PROGRAM} could not be started: {error}"))
-        }
-        QueryOutcome::TimedOut { .. } => Table::Unavailable(format!(
+    match &query.outcome {
+        QueryOutcome::SpawnFailed { error } => Err(Unavailable(format!(
+            "{GPU_QUERY_PROGRAM} could not be started: {error}"
+        ))),
+        QueryOutcome::TimedOut { .. } => Err(Unavailable(format!(
             "{GPU_QUERY_PROGRAM} did not finish within {} ms",
-            record.timeout_ms
-        )),
+            query.timeout_ms
+        ))),
         QueryOutcome::Exited {
             code: Some(0),
             stdout,
             ..
         } => {
             if stdout.truncated {
-                Table::Unavailable(format!("the output of {GPU_QUERY_PROGRAM} was cut short"))
+                Err(Unavailable(format!(
+                    "the output of {GPU_QUERY_PROGRAM} was cut short"
+                )))
             } else if stdout.non_utf8 {
-                Table::Unavailable(format!("the output of {GPU_QUERY_PROGRAM} is not UTF-8"))
+                Err(Unavailable(format!(
+                    "the output of {GPU_QUERY_PROGRAM} is not UTF-8"
+                )))
             } else {
-                GpuTable::parse(&stdout.text)
-                    .map_or_else(|err| Table::Unavailable(err.to_string()), Table::Ok)
+                GpuTable::parse(&stdout.text).map_err(|err| Unavailable(err.to_string()))
             }
         }
         QueryOutcome::Exited {
@@ -122,9 +175,22 @@ pub(crate) fn host_table(record: Option<&QueryRecord>) -> Table {
                 .find(|line| !line.is_empty())
                 .map(|line| format!(": {line}"))
                 .unwrap_or_default();
-            Table::Unavailable(format!("{GPU_QUERY_PROGRAM} {how}{said}"))
+            Err(Unavailable(format!("{GPU_QUERY_PROGRAM} {how}{said}")))
         }
     }
+}
+
+/// The recorded host GPU table of a snapshot ([`host_gpu_table`]; a snapshot with no GPU query
+/// has none).
+pub(crate) fn host_table(record: Option<&QueryRecord>) -> Result<GpuTable, HostTableError> {
+    record.map_or_else(
+        || {
+            Err(HostTableError::Unavailable(
+                "no host GPU query was recorded".to_owned(),
+            ))
+        },
+        host_gpu_table,
+    )
 }
 
 /// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset", for messages.
@@ -135,12 +201,41 @@ fn describe_mask(raw: Option<&OsText>) -> String {
     )
 }
 
-/// Whether `CUDA_DEVICE_ORDER` is exactly `PCI_BUS_ID` (CUDA then enumerates in nvidia-smi's
-/// order).
-fn pci_bus_order(env: &EnvFacts) -> bool {
-    env.cuda_device_order
+/// Whether CUDA numbers this host's GPUs in the table's (`nvidia-smi`'s) order, so that a
+/// device index (`cuda:N`, or an index in `CUDA_VISIBLE_DEVICES`) can be mapped through the
+/// table: true when `CUDA_DEVICE_ORDER` is exactly `PCI_BUS_ID`, or when every GPU in the table
+/// is the same model (CUDA's default fastest-first order cannot then reorder them in a way
+/// that matters). Deliberate change 3; the command line's `visibility` applies the same rule.
+///
+/// # Examples
+///
+/// ```
+/// use gpu_uuid::GpuTable;
+/// use sharing_policy::{index_order_trusted, EnvFacts, OsText};
+///
+/// let mixed = GpuTable::parse(
+///     "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n\
+///      1, GPU-5a88edbe-90c4-2449-8c43-70c57591cca1, NVIDIA GeForce RTX 3090, 00000000:02:00.0\n",
+/// )?;
+/// let mut env = EnvFacts::default(); // CUDA_DEVICE_ORDER unset: CUDA puts the fastest first
+/// assert!(!index_order_trusted(&env, &mixed));
+/// env.cuda_device_order = Some(OsText::from("PCI_BUS_ID"));
+/// assert!(index_order_trusted(&env, &mixed));
+/// env.cuda_device_order = Some(OsText::from("pci_bus_id")); // CUDA compares exactly
+/// assert!(!index_order_trusted(&env, &mixed));
+///
+/// let one_model = GpuTable::parse(
+///     "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n",
+/// )?;
+/// assert!(index_order_trusted(&EnvFacts::default(), &one_model));
+/// # Ok::<(), gpu_uuid::TableError>(())
+/// ```
+pub fn index_order_trusted(env: &EnvFacts, table: &GpuTable) -> bool {
+    let pci_bus_order = env
+        .cuda_device_order
         .as_ref()
-        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID")
+        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
+    pci_bus_order || table.is_homogeneous()
 }
 
 /// The physical GPU of device `cuda:index`, proven from the mask and the host table.
@@ -149,11 +244,15 @@ fn pci_bus_order(env: &EnvFacts) -> bool {
 /// invalid entry stops the list, no "same number" fallback. Index-based mapping (mask unset or
 /// made of indices) is trusted only under `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on a host whose
 /// GPUs are all the same model. MIG masks are not mapped.
-pub(crate) fn resolve_index(index: u32, env: &EnvFacts, table: &Table) -> Result<GpuUuid, Failure> {
+pub(crate) fn resolve_index(
+    index: u32,
+    env: &EnvFacts,
+    table: &Result<GpuTable, HostTableError>,
+) -> Result<GpuUuid, Failure> {
     let table = match table {
-        Table::Ok(table) => table,
-        Table::Unavailable(why) => return Err(Failure::NoTable(why.clone())),
-        Table::NotTheQuery(why) => return Err(Failure::NotTheQuery(why.clone())),
+        Ok(table) => table,
+        Err(HostTableError::Unavailable(why)) => return Err(Failure::NoTable(why.clone())),
+        Err(HostTableError::NotTheQuery(why)) => return Err(Failure::NotTheQuery(why.clone())),
     };
     let raw = env.cuda_visible_devices.as_ref();
     let mask = describe_mask(raw);
@@ -193,7 +292,7 @@ pub(crate) fn resolve_index(index: u32, env: &EnvFacts, table: &Table) -> Result
             "{count} visible with {mask}{detail}"
         )));
     };
-    if resolution.relies_on_index_order() && !pci_bus_order(env) && !table.is_homogeneous() {
+    if resolution.relies_on_index_order() && !index_order_trusted(env, table) {
         let models: Vec<String> = table.rows().iter().map(|row| row.name.clone()).collect();
         let order = env.cuda_device_order.as_ref().map_or_else(
             || "CUDA_DEVICE_ORDER is unset".to_owned(),

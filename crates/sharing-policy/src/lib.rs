@@ -118,6 +118,7 @@ pub use facts::{
     PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, parse_pid,
 };
 pub use finding::{Finding, Rejection};
+pub use gpu::{HostTableError, host_gpu_table, index_order_trusted};
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use start::start_command;
 pub use text::shell_quote;
@@ -125,6 +126,33 @@ pub use text::shell_quote;
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an
 /// `AF_UNIX` `sun_path` holds 108 bytes including the terminating NUL.
 pub const MAX_CONTROL_PATH_BYTES: usize = assess::MAX_SOCKET_PATH;
+
+/// Whether [`validate`] and [`explain`] look at any host fact beyond the raw environment
+/// ([`HostFacts::env`]) and the caller-supplied learner UUID.
+///
+/// An explicit request (any mode other than null) always does. A null request does only when
+/// its learner or its collector is a CUDA device (`cuda` or `cuda:<index>`, as the validator
+/// parses them): a null request with a `cpu` learner and no CUDA collector looks at nothing,
+/// so its evidence is the same whatever the control pipe, the daemon, the pid file or the GPU
+/// table show. The validator applies this rule itself; a caller that observes the host uses
+/// it to decide whether to observe anything (`mps-preflight probe` passes it as
+/// `mps_host::ProbeOptions::observe_cuda`), so a probe that skips observation prints what a
+/// check of a full capture prints, by construction.
+///
+/// ```
+/// use sharing_policy::{observes_host, Request};
+///
+/// assert!(observes_host(&Request::new(Some("mps"), "cpu", None, "mjwarp")));
+/// assert!(observes_host(&Request::new(None, "cuda:0", None, "mjwarp")));
+/// assert!(observes_host(&Request::new(None, "cpu", Some("cuda"), "mjwarp")));
+/// assert!(!observes_host(&Request::new(None, "cpu", None, "mjwarp")));
+/// assert!(!observes_host(&Request::new(None, "cpu", Some("cpu"), "mjwarp")));
+/// // Not a CUDA device as the validator reads one: nothing to look up.
+/// assert!(!observes_host(&Request::new(None, "cuda:x", None, "mjwarp")));
+/// ```
+pub fn observes_host(request: &Request) -> bool {
+    request.mode.is_some() || ambient::names_a_cuda_device(request)
+}
 
 /// Validates one rank's request against a host snapshot.
 ///

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use sharing_policy::{
     CapturedText, Code, FileKind, HostFacts, OsText, QueryOutcome, Request, SCHEMA, explain,
-    validate,
+    observes_host, validate,
 };
 
 use crate::hosts::{self, H100_A, H100_B, ONE_H100, TWO_H100};
@@ -436,6 +436,22 @@ proptest! {
         prop_assert_eq!(evidence.server_pid, None);
         prop_assert_eq!(evidence.daemon_pid, None);
         prop_assert!(!evidence.ambient_server);
+    }
+
+    /// `observes_host` is the policy's own rule: when it is false, a snapshot that observed
+    /// nothing but the environment (what `probe` captures then) gives the same answer.
+    #[test]
+    fn a_request_that_observes_nothing_depends_only_on_the_environment(
+        request in arbitrary_request().prop_map(|request| Request { mode: None, ..request }),
+        facts in any_facts(),
+    ) {
+        if !observes_host(&request) {
+            let mut bare = HostFacts::unobserved(&facts.os, facts.env.clone());
+            bare.schema.clone_from(&facts.schema);
+            bare.learner_uuid.clone_from(&facts.learner_uuid);
+            prop_assert_eq!(validate(&request, &facts), validate(&request, &bare));
+            prop_assert_eq!(explain(&request, &facts), explain(&request, &bare));
+        }
     }
 
     #[test]
@@ -881,6 +897,27 @@ pub(crate) fn breakers() -> Vec<Breaker> {
             },
         },
     ]
+}
+
+/// The other half of `observes_host`: every request it says looks at the host does, so `probe`
+/// skipping observation for it would change the answer.
+#[test]
+fn a_request_that_observes_the_host_sees_more_than_the_environment() {
+    let facts = healthy_bases().remove(0);
+    let mut bare = HostFacts::unobserved(&facts.os, facts.env.clone());
+    bare.learner_uuid.clone_from(&facts.learner_uuid);
+    for request in [
+        Request::new(None, "cuda:0", None, "mjwarp"),
+        Request::new(None, "cpu", Some("cuda"), "mjwarp"),
+        Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp"),
+    ] {
+        assert!(observes_host(&request), "{request:?}");
+        assert_ne!(
+            validate(&request, &facts),
+            validate(&request, &bare),
+            "{request:?}"
+        );
+    }
 }
 
 #[test]

@@ -3,18 +3,7 @@
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 
-use crate::support::{FakeHost, bare_snapshot, fixtures_dir, not_utf8};
-
-const REQUEST: [&str; 8] = [
-    "--request",
-    "mps",
-    "--learner-device",
-    "cuda:0",
-    "--collector-device",
-    "cuda:0",
-    "--backend",
-    "mjwarp",
-];
+use crate::support::{FakeHost, MPS_REQUEST, args, bare_snapshot, fixtures_dir, not_utf8};
 
 #[test]
 fn unreadable_snapshots_exit_2() {
@@ -69,9 +58,7 @@ fn unreadable_snapshots_exit_2() {
     let mut transcript = String::new();
     for name in names {
         for command in ["check", "doctor"] {
-            let mut args = vec![command, "--snapshot", name];
-            args.extend_from_slice(&REQUEST);
-            let run = host.run(&args);
+            let run = host.run(&args(command, &["--snapshot", name], &MPS_REQUEST));
             run.assert_discipline(name);
             assert_eq!(run.code, 2, "{command} {name}\n{}", run.render());
             assert!(run.stdout.is_empty(), "{name}");
@@ -88,7 +75,7 @@ fn unreadable_snapshots_exit_2() {
     let mut args: Vec<&OsStr> = vec![OsStr::new("check"), OsStr::new("--snapshot")];
     let path = not_utf8("snap");
     args.push(&path);
-    args.extend(REQUEST.iter().map(OsStr::new));
+    args.extend(MPS_REQUEST.iter().map(OsStr::new));
     let run = host.run_os(&args);
     run.assert_discipline("non-UTF-8 path");
     assert_eq!(run.code, 2);
@@ -118,25 +105,13 @@ fn non_utf8_environment_never_panics() {
     host.env("CUDA_VISIBLE_DEVICES", not_utf8("0"))
         .env("CUDA_DEVICE_ORDER", not_utf8("PCI"))
         .env("CUDA_MPS_LOG_DIRECTORY", not_utf8("/log"));
-    let mut probe = vec!["probe"];
-    probe.extend_from_slice(&REQUEST);
-    let mut doctor = vec!["doctor"];
-    doctor.extend_from_slice(&REQUEST);
     let runs = [
-        ("probe", host.run(&probe)),
+        ("probe", host.run(&args("probe", &MPS_REQUEST, &[]))),
         (
             "probe null",
-            host.run(&[
-                "probe",
-                "--learner-device",
-                "cuda:0",
-                "--collector-device",
-                "cuda:0",
-                "--backend",
-                "mjwarp",
-            ]),
+            host.run(&args("probe", &MPS_REQUEST[2..], &[])),
         ),
-        ("doctor", host.run(&doctor)),
+        ("doctor", host.run(&args("doctor", &MPS_REQUEST, &[]))),
         ("visibility", host.run(&["visibility"])),
         ("capture", host.run(&["capture"])),
     ];
@@ -153,7 +128,8 @@ fn non_utf8_environment_never_panics() {
     let snapshot = runs[4].1.json("capture");
     assert!(snapshot["env"]["cuda_mps_pipe_directory"]["non_utf8_bytes"].is_array());
     std::fs::write(host.root().join("snap.json"), &runs[4].1.stdout).unwrap();
-    let mut check = vec!["check", "--snapshot", "snap.json"];
-    check.extend_from_slice(&REQUEST);
-    assert_eq!(host.run(&check), runs[0].1);
+    assert_eq!(
+        host.run(&args("check", &["--snapshot", "snap.json"], &MPS_REQUEST)),
+        runs[0].1
+    );
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::support::{FakeHost, bare_snapshot};
+use crate::support::{FakeHost, MPS_REQUEST, args, bare_snapshot};
 
 /// `(arguments, expected exit code)`; `SNAP` is a snapshot of a Linux host where nothing was
 /// observed (so any explicit request is rejected, and a null one succeeds).
@@ -184,17 +184,7 @@ fn exit_code_table() {
 fn probe_exit_codes_on_a_fake_host() {
     let mut host = FakeHost::new();
     host.one_gpu().daemon_answers("").socket();
-    let mps = [
-        "probe",
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-    ];
+    let mps = args("probe", &MPS_REQUEST, &[]);
     let evidence = host.run(&mps).json("healthy probe");
     assert_eq!(evidence["validated"], true);
     std::fs::remove_file(host.pipe().join("control")).unwrap();

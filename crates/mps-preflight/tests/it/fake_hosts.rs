@@ -1,135 +1,80 @@
 //! Fake hosts: `probe` prints exactly what `check` prints on a fresh `capture` of the same
 //! host, for every request; and what it prints is right.
 
-use std::ffi::OsStr;
 use std::fmt::Write as _;
 
-use crate::support::{FakeHost, GPU0, GPU1, Run, not_utf8};
+use crate::support::{FakeHost, GPU0, GPU1, MPS_REQUEST, args, not_utf8};
 
 /// The requests every fake host is probed with.
-const REQUESTS: &[&[&str]] = &[
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-    ],
-    &[
-        "--request",
-        "MPS",
-        "--learner-device",
-        "cuda",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "MJWarp",
-    ],
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:1",
-        "--backend",
-        "mjwarp",
-    ],
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--rank",
-        "1",
-        "--world-size",
-        "2",
-    ],
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--rank",
-        "2",
-        "--world-size",
-        "2",
-    ],
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "isaac",
-    ],
-    &[
-        "--request",
-        "shared",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-    ],
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--learner-uuid",
-        GPU0,
-    ],
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--learner-uuid",
-        GPU1,
-    ],
-    &[
-        "--request",
-        "null",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-    ],
-    &[
-        "--learner-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--learner-uuid",
-        GPU0,
-    ],
-    &["--learner-device", "cpu", "--backend", "mjwarp"],
-];
+fn requests() -> Vec<Vec<&'static str>> {
+    let mps = |extra: &[&'static str]| [&MPS_REQUEST[..], extra].concat();
+    vec![
+        mps(&[]),
+        vec![
+            "--request",
+            "MPS",
+            "--learner-device",
+            "cuda",
+            "--collector-device",
+            "cuda:0",
+            "--backend",
+            "MJWarp",
+        ],
+        vec![
+            "--request",
+            "mps",
+            "--learner-device",
+            "cuda:0",
+            "--collector-device",
+            "cuda:1",
+            "--backend",
+            "mjwarp",
+        ],
+        mps(&["--rank", "1", "--world-size", "2"]),
+        mps(&["--rank", "2", "--world-size", "2"]),
+        vec![
+            "--request",
+            "mps",
+            "--learner-device",
+            "cuda:0",
+            "--collector-device",
+            "cuda:0",
+            "--backend",
+            "isaac",
+        ],
+        vec![
+            "--request",
+            "shared",
+            "--learner-device",
+            "cuda:0",
+            "--collector-device",
+            "cuda:0",
+            "--backend",
+            "mjwarp",
+        ],
+        mps(&["--learner-uuid", GPU0]),
+        mps(&["--learner-uuid", GPU1]),
+        vec![
+            "--request",
+            "null",
+            "--learner-device",
+            "cuda:0",
+            "--collector-device",
+            "cuda:0",
+            "--backend",
+            "mjwarp",
+        ],
+        vec![
+            "--learner-device",
+            "cuda:0",
+            "--backend",
+            "mjwarp",
+            "--learner-uuid",
+            GPU0,
+        ],
+        vec!["--learner-device", "cpu", "--backend", "mjwarp"],
+    ]
+}
 
 /// The fake hosts, by name. Each keeps its processes and sockets alive until dropped.
 fn hosts() -> Vec<(&'static str, FakeHost, Option<u32>)> {
@@ -215,27 +160,16 @@ fn hosts() -> Vec<(&'static str, FakeHost, Option<u32>)> {
     out
 }
 
-fn with(command: &str, request: &[&str], extra: &[&str]) -> Vec<String> {
-    let mut args = vec![command.to_owned()];
-    args.extend(request.iter().map(|arg| (*arg).to_owned()));
-    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
-    args
-}
-
-fn run(host: &FakeHost, args: &[String]) -> Run {
-    host.run_os(&args.iter().map(OsStr::new).collect::<Vec<_>>())
-}
-
 /// The request's `--learner-uuid`, when it has one.
-fn learner_uuid(request: &[&str]) -> Option<String> {
+fn learner_uuid<'a>(request: &[&'a str]) -> Option<&'a str> {
     request
         .iter()
         .position(|arg| *arg == "--learner-uuid")
-        .map(|i| request[i + 1].to_owned())
+        .map(|i| request[i + 1])
 }
 
 /// The request without `--learner-uuid`.
-fn without_uuid(request: &[&str]) -> Vec<String> {
+fn without_uuid<'a>(request: &[&'a str]) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut skip = false;
     for arg in request {
@@ -244,7 +178,7 @@ fn without_uuid(request: &[&str]) -> Vec<String> {
         } else if *arg == "--learner-uuid" {
             skip = true;
         } else {
-            out.push((*arg).to_owned());
+            out.push(*arg);
         }
     }
     out
@@ -254,23 +188,19 @@ fn without_uuid(request: &[&str]) -> Vec<String> {
 fn probe_equals_check_of_capture() {
     for (name, host, pid) in hosts() {
         let mut transcript = String::new();
-        for (number, request) in REQUESTS.iter().enumerate() {
+        for (number, request) in requests().iter().enumerate() {
             let what = format!("{name} request {number}: {request:?}");
-            let probe = run(&host, &with("probe", request, &[]));
+            let probe = host.run(&args("probe", request, &[]));
             probe.assert_discipline(&what);
 
             // check on a fresh capture that recorded the learner UUID, if any.
             let snapshot = host.root().join(format!("capture-{number}.json"));
             let snapshot = snapshot.to_str().unwrap();
-            let mut capture_args = vec![
-                "capture".to_owned(),
-                "--output".to_owned(),
-                snapshot.to_owned(),
-            ];
+            let mut capture_args = vec!["capture", "--output", snapshot];
             if let Some(uuid) = learner_uuid(request) {
-                capture_args.extend(["--learner-uuid".to_owned(), uuid]);
+                capture_args.extend(["--learner-uuid", uuid]);
             }
-            let capture = run(&host, &capture_args);
+            let capture = host.run(&capture_args);
             assert_eq!(
                 (
                     capture.code,
@@ -280,7 +210,7 @@ fn probe_equals_check_of_capture() {
                 (0, "", ""),
                 "{what}"
             );
-            let check = run(&host, &with("check", request, &["--snapshot", snapshot]));
+            let check = host.run(&args("check", request, &["--snapshot", snapshot]));
             assert_eq!(probe, check, "{what}: probe and check of capture differ");
 
             // check with the UUID given to check instead of recorded: the same again.
@@ -288,17 +218,11 @@ fn probe_equals_check_of_capture() {
                 let bare = host.root().join(format!("capture-{number}-bare.json"));
                 let bare = bare.to_str().unwrap();
                 assert_eq!(host.run(&["capture", "-o", bare]).code, 0);
-                let mut args = vec!["check".to_owned(), "--snapshot".to_owned(), bare.to_owned()];
-                args.extend(request.iter().map(|arg| (*arg).to_owned()));
-                assert_eq!(probe, run(&host, &args), "{what}: --learner-uuid on check");
+                let check = host.run(&args("check", &["--snapshot", bare], request));
+                assert_eq!(probe, check, "{what}: --learner-uuid on check");
                 // and a recorded UUID is replaced by the one given to check.
-                let mut other = vec![
-                    "check".to_owned(),
-                    "--snapshot".to_owned(),
-                    snapshot.to_owned(),
-                ];
-                other.extend(without_uuid(request));
-                let recorded = run(&host, &other);
+                let other = args("check", &["--snapshot", snapshot], &without_uuid(request));
+                let recorded = host.run(&other);
                 recorded.assert_discipline(&what);
             }
 
@@ -355,20 +279,10 @@ fn doctor_lists_every_finding() {
         "--backend",
         "mjwarp",
     ];
-    let human = host.run(
-        &with("doctor", &request, &[])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let human = host.run(&args("doctor", &request, &[]));
     assert_eq!(human.code, 1, "{}", human.render());
     assert!(human.stderr.starts_with("error: "), "{}", human.render());
-    let json = host.run(
-        &with("doctor", &request, &["--format", "json"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let json = host.run(&args("doctor", &request, &["--format", "json"]));
     assert_eq!(json.code, 1);
     let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(report["ok"], false);
@@ -380,12 +294,7 @@ fn doctor_lists_every_finding() {
         }
     }
     // The first finding is what probe rejects with.
-    let probe = host.run(
-        &with("probe", &request, &[])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let probe = host.run(&args("probe", &request, &[]));
     assert_eq!(
         probe.stderr,
         format!("error: {}\n", findings[0]["message"].as_str().unwrap())
@@ -395,30 +304,11 @@ fn doctor_lists_every_finding() {
     // A healthy host: exit 0, "ok".
     let mut healthy = FakeHost::new();
     healthy.one_gpu().daemon_answers("").socket();
-    let request = [
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-    ];
-    let ok = healthy.run(
-        &with("doctor", &request, &[])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let request = MPS_REQUEST;
+    let ok = healthy.run(&args("doctor", &request, &[]));
     assert_eq!(ok.code, 0, "{}", ok.render());
     assert!(ok.stdout.starts_with("ok: "), "{}", ok.render());
-    let ok_json = healthy.run(
-        &with("doctor", &request, &["--format", "json"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let ok_json = healthy.run(&args("doctor", &request, &["--format", "json"]));
     let report = ok_json.json("doctor json");
     assert_eq!(report["ok"], true);
     assert_eq!(report["evidence"]["validated"], true);

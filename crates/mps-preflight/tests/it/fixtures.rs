@@ -2,40 +2,16 @@
 
 use std::fmt::Write as _;
 
-use crate::support::{FakeHost, GPU0, fixtures_dir};
+use crate::support::{FakeHost, GPU0, MPS_REQUEST, args, fixtures_dir};
 
-const REQUESTS: &[&[&str]] = &[
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-    ],
-    &[
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--learner-uuid",
-        GPU0,
-    ],
-    &[
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-    ],
-];
+/// The explicit request, the same with the learner's UUID supplied, and the null request.
+fn requests() -> [Vec<&'static str>; 3] {
+    [
+        MPS_REQUEST.to_vec(),
+        [&MPS_REQUEST[..], &["--learner-uuid", GPU0]].concat(),
+        MPS_REQUEST[2..].to_vec(),
+    ]
+}
 
 #[test]
 fn check_and_doctor_on_every_fixture() {
@@ -56,10 +32,8 @@ fn check_and_doctor_on_every_fixture() {
         let path = fixture.to_str().unwrap();
         let shown = fixture.display().to_string();
         let mut transcript = String::new();
-        for request in REQUESTS {
-            let mut args = vec!["check", "--snapshot", path];
-            args.extend_from_slice(request);
-            let run = host.run(&args);
+        for request in requests() {
+            let run = host.run(&args("check", &["--snapshot", path], &request));
             run.assert_discipline(&format!("{name}: {request:?}"));
             match run.code {
                 0 => {
@@ -83,9 +57,11 @@ fn check_and_doctor_on_every_fixture() {
                 run.render().replace(&shown, "[FIXTURE]")
             );
         }
-        let mut args = vec!["doctor", "--snapshot", path, "--format", "json"];
-        args.extend_from_slice(REQUESTS[0]);
-        let doctor = host.run(&args);
+        let doctor = host.run(&args(
+            "doctor",
+            &["--snapshot", path, "--format", "json"],
+            &MPS_REQUEST,
+        ));
         doctor.assert_discipline(&name);
         if doctor.code != 2 {
             let report: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();

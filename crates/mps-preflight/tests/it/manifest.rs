@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::support::FakeHost;
+use crate::support::{FakeHost, MPS_REQUEST, args};
 
 const NULL_CPU: [&str; 5] = ["probe", "--learner-device", "cpu", "--backend", "mjwarp"];
 
@@ -105,19 +105,7 @@ fn a_rejected_request_records_nothing() {
     let mut host = FakeHost::new();
     host.one_gpu().daemon_gone(); // no control pipe
     std::fs::write(host.root().join("m.json"), "{\"a\": 1}").unwrap();
-    let run = host.run(&[
-        "probe",
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--manifest",
-        "m.json",
-    ]);
+    let run = host.run(&args("probe", &MPS_REQUEST, &["--manifest", "m.json"]));
     run.assert_rejected("rejected with manifest");
     assert_eq!(
         std::fs::read(host.root().join("m.json")).unwrap(),

@@ -2,28 +2,16 @@
 
 use serde_json::Value;
 
-use crate::support::FakeHost;
+use crate::support::{FakeHost, MPS_REQUEST, args};
 
 /// Probes rank `rank` of `world` on `host` into `<name>`, as a manifest.
 fn rank_manifest(host: &FakeHost, name: &str, rank: &str, world: &str) -> Value {
     std::fs::write(host.root().join(name), "{\"run_id\": \"r1\"}").unwrap();
-    let run = host.run(&[
+    let run = host.run(&args(
         "probe",
-        "--request",
-        "mps",
-        "--learner-device",
-        "cuda:0",
-        "--collector-device",
-        "cuda:0",
-        "--backend",
-        "mjwarp",
-        "--rank",
-        rank,
-        "--world-size",
-        world,
-        "--manifest",
-        name,
-    ]);
+        &MPS_REQUEST,
+        &["--rank", rank, "--world-size", world, "--manifest", name],
+    ));
     run.json(name)
 }
 

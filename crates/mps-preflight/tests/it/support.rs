@@ -17,6 +17,27 @@ pub(crate) const SCHEMA: &str = "mps-preflight/host-facts/v1";
 pub(crate) const GPU0: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
 pub(crate) const GPU1: &str = "GPU-5a88edbe-90c4-2449-8c43-70c57591cca1";
 
+/// The explicit request most tests make: learner and collector both `cuda:0`, backend mjwarp.
+/// Without its first two words (`&MPS_REQUEST[2..]`) it is the same request left null.
+pub(crate) const MPS_REQUEST: [&str; 8] = [
+    "--request",
+    "mps",
+    "--learner-device",
+    "cuda:0",
+    "--collector-device",
+    "cuda:0",
+    "--backend",
+    "mjwarp",
+];
+
+/// `command`, then `request`, then `extra`: one command line.
+pub(crate) fn args<'a>(command: &'a str, request: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![command];
+    args.extend_from_slice(request);
+    args.extend_from_slice(extra);
+    args
+}
+
 /// One run of the binary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Run {

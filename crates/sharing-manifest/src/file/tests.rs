@@ -43,6 +43,16 @@ fn message(err: &ManifestError, dir: &Path) -> String {
     err.to_string().replace(&dir.display().to_string(), "[DIR]")
 }
 
+/// The keys of a JSON object, in order.
+fn keys(value: &Value) -> Vec<&str> {
+    value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
 fn setup(name: &str, content: &[u8]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
@@ -57,13 +67,7 @@ fn keeps_every_other_key_and_the_key_order() {
     record_in_manifest(&path, &evidence()).unwrap();
     let text = fs::read_to_string(&path).unwrap();
     let value: Value = serde_json::from_str(&text).unwrap();
-    let keys: Vec<&str> = value
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["zeta", "alpha", "mid", MANIFEST_KEY]);
+    assert_eq!(keys(&value), ["zeta", "alpha", "mid", MANIFEST_KEY]);
     assert_eq!(value["alpha"], json!({"nested": [1, 2.5, null]}));
     assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
     assert!(text.ends_with("}\n"));
@@ -78,13 +82,7 @@ fn replaces_existing_evidence_in_place() {
     );
     record_in_manifest(&path, &evidence()).unwrap();
     let value: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-    let keys: Vec<&str> = value
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["a", MANIFEST_KEY, "z"]);
+    assert_eq!(keys(&value), ["a", MANIFEST_KEY, "z"]);
     assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
 }
 

@@ -3,7 +3,9 @@
 //! - `cargo xtask ci` runs every check CI runs, in order, and stops at the first failure.
 //! - `cargo xtask layers` checks the crate layering of ARCHITECTURE.md against `cargo metadata`.
 //! - `cargo xtask deny` runs cargo-deny's offline checks, installing it when missing.
+//! - `cargo xtask bench` measures the release binary on a fake host (BENCHMARKS.md).
 
+mod bench;
 mod layers;
 
 use std::process::{Command, ExitCode};
@@ -14,6 +16,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("layers") => layers::check(),
         Some("deny") => deny(),
+        Some("bench") => bench::run(args.get(1..).unwrap_or_default()),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -25,10 +28,12 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <ci|layers|deny>
+const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench>
   ci      fmt --check, clippy -D warnings, tests, docs (warnings denied), layers, deny
   layers  check that every crate depends only on the layers below it (ARCHITECTURE.md)
-  deny    cargo deny check bans licenses sources (installs cargo-deny when missing)";
+  deny    cargo deny check bans licenses sources (installs cargo-deny when missing)
+  bench   whole-process timings and peak memory of the release binary on a fake host
+          (`--runs N`, default 50); not part of ci. See BENCHMARKS.md";
 
 fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;

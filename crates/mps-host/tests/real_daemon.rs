@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::daemon::{Daemon, binary_or_skip};
 use common::{is_dead, live_processes_with_env};
-use mps_host::capture_with;
+use mps_host::{ProbeOptions, capture_with};
 use rustix::process::Signal;
-use sharing_policy::{FileKind, QueryOutcome, ReadOnlyCommand};
+use sharing_policy::{Code, FileKind, QueryOutcome, ReadOnlyCommand, Request, explain, validate};
 use std::os::unix::ffi::OsStrExt;
 
 fn capture(daemon: &Daemon, timeout: Duration) -> sharing_policy::HostFacts {
@@ -194,4 +194,76 @@ fn the_control_log_shows_only_read_only_commands_from_the_probe() {
     );
     assert!(commands.iter().all(|command| read_only.contains(command)));
     assert!(log.contains("NEW UI"), "{log}");
+}
+
+/// The fault matrix's "daemon killed between observation steps", against the real daemon: the
+/// `nvidia-cuda-mps-control` the probe runs first SIGKILLs the daemon (which leaves its socket
+/// behind), then hands over to the real front-end. Killed at once, the kill races the probe's
+/// look at the socket and pid file; killed after a pause, the probe has already seen a socket
+/// with a daemon behind it. Either way the answer is a rejection, never a pass on what was true
+/// a moment earlier.
+#[test]
+fn a_daemon_killed_between_observation_steps_is_never_a_pass() {
+    let Some(binary) = binary_or_skip("a_daemon_killed_between_observation_steps_is_never_a_pass")
+    else {
+        return;
+    };
+    for pause in ["0", "0.5"] {
+        let daemon = Daemon::start(&binary);
+        let tools = common::short_tempdir("mpsk");
+        common::fake_program(
+            tools.path(),
+            "nvidia-smi",
+            "echo '0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
+        );
+        common::fake_program(
+            tools.path(),
+            "nvidia-cuda-mps-control",
+            &format!(
+                "sleep {pause}\nkill -9 {pid}\nexec '{binary}' \"$@\"",
+                pid = daemon.pid,
+                binary = binary.display()
+            ),
+        );
+        let options = ProbeOptions {
+            timeout: Duration::from_secs(10),
+            search_path: Some(tools.path().as_os_str().to_owned()),
+            ..ProbeOptions::default()
+        };
+        let runner = mps_host::ProcessRunner {
+            search_path: options.search_path.clone(),
+            ..mps_host::ProcessRunner::default()
+        };
+
+        let facts = capture_with(daemon.env(), &runner, &options);
+
+        assert!(is_dead(daemon.pid), "pause {pause}: the daemon survived");
+        let query = facts.daemon_query.as_ref().unwrap();
+        assert_eq!(
+            exited(&query.outcome).0,
+            Some(1),
+            "pause {pause}: {query:?}"
+        );
+        let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        let rejection = validate(&request, &facts).unwrap_err();
+        assert_eq!(
+            rejection.code(),
+            Code::DaemonUnreachable,
+            "pause {pause}: {rejection}"
+        );
+        let findings = explain(&request, &facts);
+        assert_eq!(findings.len(), 1, "pause {pause}: {findings:?}");
+        // The socket is still there (SIGKILL removes nothing); it proved nothing.
+        assert_eq!(
+            facts.control_pipe.as_ref().unwrap().lstat.kind,
+            FileKind::Socket
+        );
+        // A null request records the same host as no ambient server.
+        let ambient = validate(
+            &Request::new(None, "cuda:0", Some("cuda:0"), "mjwarp"),
+            &facts,
+        )
+        .unwrap();
+        assert!(!ambient.ambient_server && ambient.daemon_pid.is_none());
+    }
 }

@@ -132,7 +132,7 @@ pub(crate) fn spawn(command: &mut Command) -> Child {
 }
 
 /// Writes an executable file (never while a child is being forked).
-fn write_executable(path: &Path, write: impl FnOnce(&Path)) {
+pub(crate) fn write_executable(path: &Path, write: impl FnOnce(&Path)) {
     let _exclusive = EXEC_LOCK
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -234,6 +234,16 @@ impl FakeHost {
         self
     }
 
+    /// A fake tool `name` running the shell script `body` (only shell builtins are on `PATH`;
+    /// name other programs by [`system_program`]'s absolute path).
+    pub(crate) fn script(&mut self, name: &str, body: &str) -> &mut Self {
+        let path = self.dir.path().join("bin").join(name);
+        write_executable(&path, |path| {
+            fs::write(path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+        });
+        self
+    }
+
     /// `nvidia-smi` listing `rows` (`index, uuid, name, pci.bus_id` lines).
     pub(crate) fn gpus(&mut self, rows: &[&str]) -> &mut Self {
         let text = rows
@@ -309,12 +319,8 @@ impl FakeHost {
         let daemon_dir = self.dir.path().join("daemon");
         fs::create_dir_all(&daemon_dir).expect("daemon dir");
         let program = daemon_dir.join("nvidia-cuda-mps-control");
-        let sleep = ["/bin/sleep", "/usr/bin/sleep"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .expect("sleep");
         write_executable(&program, |program| {
-            fs::copy(sleep, program).expect("copy sleep");
+            fs::copy(system_program("sleep"), program).expect("copy sleep");
         });
         let child = spawn(Command::new(&program).arg("600").stdin(Stdio::null()));
         let pid = child.id();
@@ -343,6 +349,41 @@ impl FakeHost {
         finish(&mut command)
     }
 
+    /// Runs the binary as `nobody` (UID and GID 65534, no groups) through `setpriv`, with a copy
+    /// of the binary that `nobody` can reach. `None`, after saying why, where that is not
+    /// possible (not root, or no `setpriv`). The host's directories are made world-searchable.
+    pub(crate) fn run_as_nobody(&self, args: &[&str]) -> Option<Run> {
+        if !running_as_root() {
+            eprintln!("skipping: dropping privileges needs root");
+            return None;
+        }
+        let Some(setpriv) = ["/bin/setpriv", "/usr/bin/setpriv"]
+            .into_iter()
+            .find(|path| Path::new(path).exists())
+        else {
+            eprintln!("skipping: setpriv (util-linux) is not installed");
+            return None;
+        };
+        for dir in [self.dir.path(), &self.dir.path().join("bin")] {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let copy = self.dir.path().join("bin").join("mps-preflight-copy");
+        if !copy.exists() {
+            write_executable(&copy, |copy| {
+                fs::copy(BIN, copy).expect("copy the binary");
+            });
+        }
+        let mut command = Command::new(setpriv);
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&copy)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.dir.path())
+            .args(args);
+        Some(finish(&mut command))
+    }
+
     /// Replaces this host's temp paths (and `pid`, when given) with stable names, for snapshots.
     pub(crate) fn redact(&self, text: &str, pid: Option<u32>) -> String {
         let mut text = text.replace(&self.dir.path().display().to_string(), "[HOST]");
@@ -362,8 +403,28 @@ impl Drop for FakeHost {
     }
 }
 
+/// The absolute path of a system program (`sleep`, `rm`, …): fake hosts' `PATH` holds only
+/// their fake tools.
+pub(crate) fn system_program(name: &str) -> PathBuf {
+    ["/bin", "/usr/bin"]
+        .iter()
+        .map(|dir| Path::new(dir).join(name))
+        .find(|path| path.exists())
+        .unwrap_or_else(|| panic!("{name} is not in /bin or /usr/bin"))
+}
+
+/// Whether this test runs with effective UID 0 (`/proc/self/status`).
+pub(crate) fn running_as_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        == Some("0")
+}
+
 /// `mkfifo` without a dependency: the coreutils tool.
-fn mkfifo(path: &Path) {
+pub(crate) fn mkfifo(path: &Path) {
     let status = spawn(Command::new("mkfifo").arg(path))
         .wait()
         .expect("run mkfifo");

@@ -1,12 +1,13 @@
-//! Rows of the fault matrix (issue 6) that need more than a fixed fake host: the daemon dying
-//! while the probe looks, pid files naming the wrong process, an unprivileged user, and
-//! snapshot files that are links to devices or cut short. Each outcome is a rejection or an
+//! Rows of the fault matrix (issue 6), run through the built binary: each host query broken in
+//! each way, odd control pipes, the daemon dying while the probe looks, pid files naming the
+//! wrong process, an unprivileged user, and snapshot files that are links to devices or cut
+//! short. Each outcome is a rejection or an
 //! input error, never a pass on a fact that no longer holds, and never a hang.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{FakeHost, MPS_REQUEST, args, mkfifo, not_utf8, spawn, system_program};
+use crate::support::{FakeHost, GPU0, MPS_REQUEST, args, mkfifo, not_utf8, spawn, system_program};
 
 /// A process killed and reaped on drop, whatever the test's outcome.
 struct Reaped(Child);
@@ -248,4 +249,81 @@ fn snapshots_linked_to_devices_or_cut_short_are_input_errors() {
     ]);
     run.assert_discipline("non-UTF-8 link to /dev/zero");
     assert_eq!(run.code, 2, "{}", run.render());
+}
+
+/// Each host query missing, failing, hanging (with a child), flooding or printing bytes that
+/// are not UTF-8, the other one healthy; and control pipes that are a directory or a dangling
+/// link: the built binary rejects, within about one deadline, and leaves no process behind.
+#[test]
+fn every_broken_host_query_and_odd_control_pipe_is_a_prompt_rejection() {
+    let table = format!("0, {GPU0}, NVIDIA H100 80GB HBM3, 00000000:18:00.0");
+    let sleep = system_program("sleep");
+    let yes = system_program("yes");
+    let behaviours = [
+        ("missing", None),
+        ("failing", Some("echo 'it broke' >&2\nexit 3".to_owned())),
+        (
+            "hanging",
+            Some(format!(
+                "{} 60 &\necho $! > \"$0.child\"\nwhile read -r line; do :; done\nwait",
+                sleep.display()
+            )),
+        ),
+        ("flooding", Some(format!("exec {} flood", yes.display()))),
+        ("non-UTF-8", None),
+    ];
+    let mut cases = Vec::new();
+    for tool in ["nvidia-smi", "nvidia-cuda-mps-control"] {
+        for (what, body) in &behaviours {
+            let mut host = FakeHost::new();
+            host.gpus(&[&table]).daemon_answers("").socket();
+            let program = host.root().join("bin").join(tool);
+            match (*what, body) {
+                ("missing", _) => std::fs::remove_file(&program).unwrap(),
+                ("non-UTF-8", _) if tool == "nvidia-smi" => {
+                    host.script(tool, &format!("printf '%s\\377\\n' '{table}'"));
+                }
+                ("non-UTF-8", _) => {
+                    host.script(
+                        tool,
+                        "while read -r line; do :; done\nprintf '100.0\\n\\377\\n'",
+                    );
+                }
+                (_, Some(body)) => {
+                    host.script(tool, body);
+                }
+                (_, None) => unreachable!(),
+            }
+            cases.push((format!("{tool} {what}"), host, Some(program)));
+        }
+    }
+    for kind in ["directory", "dangling link"] {
+        let mut host = FakeHost::new();
+        host.one_gpu().daemon_answers("");
+        let control = host.pipe().join("control");
+        if kind == "directory" {
+            std::fs::create_dir(&control).unwrap();
+        } else {
+            std::os::unix::fs::symlink(host.root().join("gone"), &control).unwrap();
+        }
+        cases.push((format!("control {kind}"), host, None));
+    }
+    let mut children = 0;
+    for (what, host, program) in &cases {
+        let started = Instant::now();
+        let run = host.run(&args("probe", &MPS_REQUEST, &["--timeout-ms", "500"]));
+        let elapsed = started.elapsed();
+        run.assert_rejected(what);
+        assert!(elapsed < Duration::from_secs(5), "{what}: took {elapsed:?}");
+        if let Some(child) = program
+            .as_ref()
+            .map(|program| program.with_extension("child"))
+            .and_then(|path| std::fs::read_to_string(path).ok())
+        {
+            let pid: u32 = child.trim().parse().unwrap();
+            assert!(!running(pid), "{what}: its child {pid} was left running");
+            children += 1;
+        }
+    }
+    assert_eq!(children, 2, "each hanging tool recorded its child");
 }

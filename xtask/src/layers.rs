@@ -46,7 +46,13 @@ pub(crate) fn check() -> Result<(), String> {
 fn cargo_metadata() -> Result<Value, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .output()
         .map_err(|err| format!("cannot run cargo metadata: {err}"))?;
     if !output.status.success() {
@@ -66,7 +72,9 @@ fn violations(metadata: &Value) -> Vec<String> {
     for package in &packages {
         let name = package["name"].as_str().unwrap_or_default();
         let Some(allowed) = lookup(ALLOWED_INTERNAL, name) else {
-            found.push(format!("`{name}` is not a known layer; add it to ARCHITECTURE.md and xtask/src/layers.rs"));
+            found.push(format!(
+                "`{name}` is not a known layer; add it to ARCHITECTURE.md and xtask/src/layers.rs"
+            ));
             continue;
         };
         let pure = lookup(PURE_EXTERNAL, name);
@@ -74,14 +82,18 @@ fn violations(metadata: &Value) -> Vec<String> {
             let dep = dependency["name"].as_str().unwrap_or_default();
             let kind = dependency["kind"].as_str().unwrap_or("normal");
             if internal.contains(&dep) && !allowed.contains(&dep) {
-                found.push(format!("`{name}` depends on `{dep}` ({kind}), which is not below it"));
+                found.push(format!(
+                    "`{name}` depends on `{dep}` ({kind}), which is not below it"
+                ));
             }
             if let Some(pure) = pure
                 && kind != "dev"
                 && !internal.contains(&dep)
                 && !pure.contains(&dep)
             {
-                found.push(format!("pure crate `{name}` depends on `{dep}`; only {pure:?} are allowed"));
+                found.push(format!(
+                    "pure crate `{name}` depends on `{dep}`; only {pure:?} are allowed"
+                ));
             }
         }
     }
@@ -89,7 +101,10 @@ fn violations(metadata: &Value) -> Vec<String> {
 }
 
 fn lookup<'a>(table: &'a [(&str, &'a [&'a str])], name: &str) -> Option<&'a [&'a str]> {
-    table.iter().find(|(crate_name, _)| *crate_name == name).map(|(_, deps)| *deps)
+    table
+        .iter()
+        .find(|(crate_name, _)| *crate_name == name)
+        .map(|(_, deps)| *deps)
 }
 
 #[cfg(test)]
@@ -98,7 +113,10 @@ mod tests {
     use serde_json::json;
 
     fn package(name: &str, deps: &[(&str, &str)]) -> Value {
-        let deps: Vec<Value> = deps.iter().map(|(dep, kind)| json!({"name": dep, "kind": kind})).collect();
+        let deps: Vec<Value> = deps
+            .iter()
+            .map(|(dep, kind)| json!({"name": dep, "kind": kind}))
+            .collect();
         json!({"name": name, "dependencies": deps})
     }
 
@@ -119,7 +137,9 @@ mod tests {
             let metadata = json!({"packages": [package("sharing-policy", &[("mps-host", kind)])]});
             assert_eq!(
                 violations(&metadata),
-                vec![format!("`sharing-policy` depends on `mps-host` ({kind}), which is not below it")]
+                vec![format!(
+                    "`sharing-policy` depends on `mps-host` ({kind}), which is not below it"
+                )]
             );
         }
     }

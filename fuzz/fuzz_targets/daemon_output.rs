@@ -14,7 +14,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sharing_policy::{CapturedText, HostFacts, QueryOutcome, Request, explain, parse_pid, validate};
+use sharing_policy::{
+    CapturedText, HostFacts, QueryOutcome, Request, explain, parse_pid, validate,
+};
 
 const FIXTURE: &str = include_str!("../../fixtures/hosts/healthy-socket-with-server.json");
 
@@ -49,7 +51,10 @@ fuzz_target!(|data: &[u8]| {
 
     let mut facts = base().clone();
     if let Some(stdout) = stdout {
-        let query = facts.daemon_query.as_mut().expect("fixture has a daemon query");
+        let query = facts
+            .daemon_query
+            .as_mut()
+            .expect("fixture has a daemon query");
         query.outcome = QueryOutcome::Exited {
             code: Some(i32::from(control & 0b10_0000 != 0)),
             signal: None,

@@ -29,7 +29,11 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(evidence) = evidence_from_json(value) {
             holding_evidence += 1;
             let again = evidence_from_json(&evidence_to_json(&evidence));
-            assert_eq!(again.as_ref(), Ok(&evidence), "evidence JSON does not round-trip");
+            assert_eq!(
+                again.as_ref(),
+                Ok(&evidence),
+                "evidence JSON does not round-trip"
+            );
         }
     }
     let report = merge(&inputs);

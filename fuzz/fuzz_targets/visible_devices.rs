@@ -27,8 +27,17 @@ fuzz_target!(|data: &[u8]| {
     let devices = VisibleDevices::parse_bytes(Some(data));
     assert_eq!(devices.raw(), Some(data));
     // Cheap accessors must not panic either.
-    let _ = (devices.mode(), devices.is_all(), devices.is_blank(), devices.is_empty());
-    let _ = (devices.stop(), devices.duplicate(), devices.warnings().len());
+    let _ = (
+        devices.mode(),
+        devices.is_all(),
+        devices.is_blank(),
+        devices.is_empty(),
+    );
+    let _ = (
+        devices.stop(),
+        devices.duplicate(),
+        devices.warnings().len(),
+    );
     assert!(devices.raw_entries().len() >= devices.entries().len());
 
     if let Ok(resolution) = resolve(&devices, table) {
@@ -36,7 +45,11 @@ fuzz_target!(|data: &[u8]| {
         let mut seen = HashSet::new();
         for row in visible {
             assert!(seen.insert(row.index), "GPU {} resolved twice", row.index);
-            assert_eq!(table.by_index(row.index), Some(row), "resolved row not in the table");
+            assert_eq!(
+                table.by_index(row.index),
+                Some(row),
+                "resolved row not in the table"
+            );
         }
         assert!(visible.len() <= table.len());
         assert_eq!(resolution.host_indices().len(), visible.len());

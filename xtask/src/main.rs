@@ -4,8 +4,10 @@
 //! - `cargo xtask layers` checks the crate layering of ARCHITECTURE.md against `cargo metadata`.
 //! - `cargo xtask deny` runs cargo-deny's offline checks, installing it when missing.
 //! - `cargo xtask bench` measures the release binary on a fake host (BENCHMARKS.md).
+//! - `cargo xtask fuzz` runs the cargo-fuzz targets of `fuzz/` for a while each (README.md).
 
 mod bench;
+mod fuzz;
 mod layers;
 
 use std::process::{Command, ExitCode};
@@ -17,6 +19,7 @@ fn main() -> ExitCode {
         Some("layers") => layers::check(),
         Some("deny") => deny(),
         Some("bench") => bench::run(args.get(1..).unwrap_or_default()),
+        Some("fuzz") => fuzz::run(args.get(1..).unwrap_or_default()),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -28,12 +31,14 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench>
+const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz>
   ci      fmt --check, clippy -D warnings, tests, docs (warnings denied), layers, deny
   layers  check that every crate depends only on the layers below it (ARCHITECTURE.md)
   deny    cargo deny check bans licenses sources (installs cargo-deny when missing)
   bench   whole-process timings and peak memory of the release binary on a fake host
-          (`--runs N`, default 50); not part of ci. See BENCHMARKS.md";
+          (`--runs N`, default 50); not part of ci. See BENCHMARKS.md
+  fuzz    run each cargo-fuzz target (`--seconds N` each, default 600; optionally TARGET...)
+          on a scratch copy of fuzz/seeds; installs cargo-fuzz when missing; not part of ci";
 
 fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;

@@ -1,4 +1,4 @@
-//! Snapshot JSON → `HostFacts` (serde_json) → `validate` and `explain` for a few fixed
+//! Snapshot JSON → `HostFacts` (`serde_json`) → `validate` and `explain` for a few fixed
 //! requests: explicit `mps` on one and two devices, a null request, a `cpu` learner, an odd
 //! mode spelling, an unsupported backend, and rank/world-size edge values.
 //! Invariant: `explain` is empty exactly when `validate` is `Ok`, and its first finding is the

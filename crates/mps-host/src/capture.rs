@@ -79,10 +79,12 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         let gpu = scope.spawn(|| runner.run(&gpu));
         let daemon = scope.spawn(|| runner.run(&daemon));
         facts.control_pipe = Some(observe_control_pipe(&facts.env));
-        facts.pid_file = Some(observe_pid_file(&facts.env));
         // A runner that panicked recorded nothing: that query stays unobserved.
-        facts.gpu_query = gpu.join().ok();
         facts.daemon_query = daemon.join().ok();
+        // The pid file's liveness is read after the daemon query ended, so a daemon that died
+        // while it was being asked is not recorded as alive.
+        facts.pid_file = Some(observe_pid_file(&facts.env));
+        facts.gpu_query = gpu.join().ok();
     });
     facts
 }

@@ -176,11 +176,15 @@ fn the_control_log_shows_only_read_only_commands_from_the_probe() {
         );
     }
 
+    // The daemon writes its log after it answers, so read it only once the daemon is gone:
+    // `quit` waits for the daemon to exit. That `quit` is the harness's own, and comes last.
+    daemon.quit();
     let log = daemon.control_log();
-    let commands: Vec<&str> = log
+    let mut commands: Vec<&str> = log
         .lines()
         .filter_map(|line| line.split_once("] Cmd:").map(|(_, command)| command))
         .collect();
+    assert_eq!(commands.pop(), Some("quit"), "control.log:\n{log}");
     let read_only: Vec<&str> = ReadOnlyCommand::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(
         commands,

@@ -252,3 +252,70 @@ fn read_json_file_reads_any_json_and_names_missing_files() {
     let err = read_json_file(&dir.path().join("missing.json")).unwrap_err();
     insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/missing.json: cannot read: No such file or directory (os error 2)");
 }
+
+#[test]
+fn a_file_of_exactly_the_cap_is_read_whole() {
+    // Leading whitespace up to the cap, the value last: a read one byte short of the cap
+    // would cut the closing bracket off.
+    let mut content = vec![b' '; usize::try_from(MAX_FILE_BYTES).unwrap() - 3];
+    content.extend_from_slice(b"[1]");
+    let (_dir, path) = setup("full.json", &content);
+    assert_eq!(fs::metadata(&path).unwrap().len(), MAX_FILE_BYTES);
+    assert_eq!(read_json_file(&path).unwrap(), json!([1]));
+}
+
+#[test]
+fn a_file_longer_than_its_stated_size_is_never_parsed_from_a_truncated_prefix() {
+    // A procfs file states size 0 but reads on for gigabytes. Reading one byte past the cap
+    // finds that out: the file is refused as too large, or (pagemap takes only reads of
+    // whole 8-byte entries, and the byte past the cap is a 1-byte read) as unreadable, but
+    // its first 16 MiB are never handed to the JSON parser as if they were the whole file.
+    let path = Path::new("/proc/self/pagemap");
+    assert_eq!(fs::metadata(path).unwrap().len(), 0);
+    match read_json_file(path) {
+        Err(ManifestError::TooLarge { size, limit, .. }) => {
+            assert_eq!((size, limit), (MAX_FILE_BYTES + 1, MAX_FILE_BYTES));
+        }
+        Err(ManifestError::Io { action: "read", .. }) => {}
+        other => panic!("expected TooLarge or a read error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_path_that_cannot_be_inspected_is_an_error_not_a_new_manifest() {
+    // `file.json/manifest.json`: ENOTDIR, not ENOENT, so it is not "missing, create it".
+    let (dir, file) = setup("file.json", b"{}");
+    let err = record_in_manifest(&file.join("manifest.json"), &evidence()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ManifestError::Io {
+                action: "inspect",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/file.json/manifest.json: cannot inspect: Not a directory (os error 20)");
+    assert_eq!(fs::read(&file).unwrap(), b"{}");
+}
+
+#[test]
+fn the_owner_and_group_are_kept_when_the_writer_may_set_them() {
+    // Only root may give a file away; as any other user there is nothing to check here.
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let (_dir, path) = setup("owned.json", b"{}");
+    std::os::unix::fs::chown(&path, Some(4242), Some(4343)).unwrap();
+    record_in_manifest(&path, &evidence()).unwrap();
+    let meta = fs::metadata(&path).unwrap();
+    assert_eq!(
+        (
+            std::os::unix::fs::MetadataExt::uid(&meta),
+            std::os::unix::fs::MetadataExt::gid(&meta)
+        ),
+        (4242, 4343)
+    );
+    assert_eq!(read_json_file(&path).unwrap()[MANIFEST_KEY]["rank"], 0);
+}

@@ -234,3 +234,24 @@ proptest! {
         prop_assert_eq!(report.is_consistent(), report.findings.is_empty());
     }
 }
+
+/// The run-level values of `to_json` are the ranks' common value, and `null` as soon as one
+/// rank disagrees (not the first rank's value).
+#[test]
+fn disagreeing_ranks_leave_the_run_values_null() {
+    let mut other = rank(1, 3);
+    other.configured = Some("time_slicing".to_owned());
+    other.effective = None;
+    other.validated = false;
+    let json = merge(&inputs(&[rank(0, 2), other])).to_json();
+    assert_eq!(json["consistent"], false);
+    for key in ["world_size", "configured", "effective", "validated"] {
+        assert_eq!(json[key], Value::Null, "{key}");
+    }
+    let json = merge(&inputs(&[rank(0, 2), rank(1, 2)])).to_json();
+    assert_eq!(json["consistent"], true);
+    assert_eq!(json["world_size"], 2);
+    assert_eq!(json["configured"], "mps");
+    assert_eq!(json["effective"], "mps");
+    assert_eq!(json["validated"], true);
+}

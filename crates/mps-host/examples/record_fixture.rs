@@ -1,14 +1,22 @@
 //! Records host snapshots from Debian's real `nvidia-cuda-mps-control` (no GPU) into
 //! `fixtures/hosts/`:
 //!
-//! - `real-daemon-bookworm-<version>-idle.json`: a live, idle control daemon;
-//! - `real-daemon-bookworm-<version>-stale.json`: the same pipe directory after `quit` (the
+//! - `real-daemon-<suite>-<version>-idle.json`: a live, idle control daemon;
+//! - `real-daemon-<suite>-<version>-stale.json`: the same pipe directory after `quit` (the
 //!   socket is left behind, nothing answers).
 //!
 //! ```sh
 //! scripts/fetch-mps-control.sh
 //! cargo run -p mps-host --example record_fixture            # writes into fixtures/hosts/
 //! cargo run -p mps-host --example record_fixture -- OUT_DIR  # writes elsewhere
+//! ```
+//!
+//! `<suite>` is the Debian suite the package came from, `$MPS_PREFLIGHT_DEBIAN_SUITE` as for the
+//! fetch script (default `bookworm`, 535; `trixie` brings 550, which writes a pid file):
+//!
+//! ```sh
+//! export MPS_PREFLIGHT_DEBIAN_SUITE=trixie MPS_PREFLIGHT_CACHE=~/.cache/mps-preflight-550
+//! scripts/fetch-mps-control.sh && cargo run -p mps-host --example record_fixture
 //! ```
 //!
 //! The daemon runs in fixed directories under `/tmp/mps-preflight-fixture/` (so the recorded
@@ -45,6 +53,8 @@ fn main() -> ExitCode {
     };
     // The upstream driver version, without Debian's revision (`535.261.03-1` → `535.261.03`).
     let driver = version.split('-').next().unwrap_or(&version).to_owned();
+    let suite =
+        std::env::var("MPS_PREFLIGHT_DEBIAN_SUITE").unwrap_or_else(|_| "bookworm".to_owned());
     let out_dir = std::env::args_os().nth(1).map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts"),
         PathBuf::from,
@@ -67,14 +77,14 @@ fn main() -> ExitCode {
     let idle = capture_with(daemon.env(), &runner, &options);
     write(
         &out_dir,
-        &format!("real-daemon-bookworm-{driver}-idle.json"),
+        &format!("real-daemon-{suite}-{driver}-idle.json"),
         &idle,
     );
     daemon.quit();
     let stale = capture_with(daemon.env(), &runner, &options);
     write(
         &out_dir,
-        &format!("real-daemon-bookworm-{driver}-stale.json"),
+        &format!("real-daemon-{suite}-{driver}-stale.json"),
         &stale,
     );
 

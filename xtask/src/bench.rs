@@ -63,7 +63,7 @@ const MEMORY_TARGET_KIB: u64 = 16 * 1024;
 /// `cargo xtask bench [--runs N]`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let runs = parse_runs(args)?;
-    let metadata = cargo_metadata()?;
+    let metadata = super::layers::cargo_metadata()?;
     let root = PathBuf::from(json_str(&metadata, "workspace_root")?);
     let target = PathBuf::from(json_str(&metadata, "target_directory")?);
     super::cargo(&["build", "--release", "-p", "mps-preflight"], &[])?;
@@ -586,26 +586,6 @@ fn load_average() -> String {
                 .join(" ")
         },
     )
-}
-
-fn cargo_metadata() -> Result<Value, String> {
-    let output = Command::new(super::cargo_program())
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .output()
-        .map_err(|err| format!("cannot run cargo metadata: {err}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    serde_json::from_slice(&output.stdout).map_err(|err| format!("cargo metadata: {err}"))
 }
 
 fn json_str<'a>(value: &'a Value, key: &str) -> Result<&'a str, String> {

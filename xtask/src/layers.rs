@@ -43,9 +43,9 @@ pub(crate) fn check() -> Result<(), String> {
     ))
 }
 
-fn cargo_metadata() -> Result<Value, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = Command::new(cargo)
+/// The workspace's own packages, from `cargo metadata --no-deps`.
+pub(crate) fn cargo_metadata() -> Result<Value, String> {
+    let output = Command::new(super::cargo_program())
         .args([
             "metadata",
             "--format-version",

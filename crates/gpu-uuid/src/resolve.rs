@@ -173,28 +173,27 @@ pub fn resolve(devices: &VisibleDevices, table: &GpuTable) -> Result<Resolution,
 
 /// The one row whose `GPU-…` UUID (as `nvidia-smi` prints it) starts with `prefix`.
 fn place_prefix<'t>(prefix: &str, table: &'t GpuTable) -> Result<&'t GpuRow, StopReason> {
-    let printed: Vec<(String, &GpuRow)> = table
-        .rows()
-        .iter()
-        .map(|row| (row.uuid.to_string(), row))
-        .collect();
-    let matches: Vec<&GpuRow> = printed
-        .iter()
-        .filter(|(uuid, _)| uuid.starts_with(prefix))
-        .map(|(_, row)| *row)
-        .collect();
-    match matches.as_slice() {
-        [row] => Ok(row),
-        [] => {
-            let lower = prefix.to_ascii_lowercase();
-            let ignoring_case = printed
-                .iter()
-                .filter(|(uuid, _)| uuid.to_ascii_lowercase().starts_with(&lower))
-                .count();
-            Err(StopReason::NoMatch { ignoring_case })
-        }
-        several => Err(StopReason::Ambiguous {
-            matches: several.iter().map(|row| row.index).collect(),
+    let prefix = prefix.as_bytes();
+    let matching = |ignore_case: bool| {
+        table.rows().iter().filter(move |row| {
+            let printed = row.uuid.printed();
+            printed.get(..prefix.len()).is_some_and(|head| {
+                if ignore_case {
+                    head.eq_ignore_ascii_case(prefix)
+                } else {
+                    head == prefix
+                }
+            })
+        })
+    };
+    let mut exact = matching(false);
+    match (exact.next(), exact.next()) {
+        (Some(row), None) => Ok(row),
+        (None, _) => Err(StopReason::NoMatch {
+            ignoring_case: matching(true).count(),
+        }),
+        (Some(_), Some(_)) => Err(StopReason::Ambiguous {
+            matches: matching(false).map(|row| row.index).collect(),
         }),
     }
 }

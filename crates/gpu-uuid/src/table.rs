@@ -1,6 +1,5 @@
 //! The host GPU table from `nvidia-smi --query-gpu=index,uuid,name,pci.bus_id`.
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -187,9 +186,11 @@ impl GpuTable {
                 }
             }
         }
-        let indices: BTreeSet<u32> = rows.iter().map(|(_, row)| row.index).collect();
         let gpus = rows.len();
-        if let Some(missing) = (0..).take(gpus).find(|i| !indices.contains(i)) {
+        if let Some(missing) = (0..)
+            .take(gpus)
+            .find(|i| !rows.iter().any(|(_, row)| row.index == *i))
+        {
             return Err(TableError::IndexGap { gpus, missing });
         }
         rows.sort_by_key(|(_, row)| row.index);
@@ -257,22 +258,18 @@ impl fmt::Display for GpuRow {
 }
 
 fn parse_row(text: &str) -> Result<GpuRow, String> {
-    let fields: Vec<&str> = text.split(',').map(str::trim).collect();
-    if fields
-        .first()
-        .is_some_and(|first| first.eq_ignore_ascii_case("index"))
-    {
+    let mut fields = text.split(',').map(str::trim);
+    let (first, second, third) = (fields.next(), fields.next(), fields.next());
+    if first.is_some_and(|first| first.eq_ignore_ascii_case("index")) {
         return Err(
             "is a header; pass `--format=csv,noheader` so only GPU rows are printed".to_owned(),
         );
     }
-    let (Some(index), Some(uuid), Some(pci_bus_id), true) = (
-        fields.first(),
-        fields.get(1),
-        fields.last(),
-        fields.len() >= TABLE_COLUMNS.len(),
-    ) else {
-        let count = fields.len();
+    // At least TABLE_COLUMNS.len() (4) fields: a third, and a last one after it.
+    let (Some(index), Some(uuid), Some(_), Some(pci_bus_id)) =
+        (first, second, third, fields.next_back())
+    else {
+        let count = text.split(',').count();
         let fields = if count == 1 {
             "1 field".to_owned()
         } else {
@@ -305,7 +302,7 @@ fn parse_row(text: &str) -> Result<GpuRow, String> {
         index,
         uuid,
         name,
-        pci_bus_id: (*pci_bus_id).to_owned(),
+        pci_bus_id: pci_bus_id.to_owned(),
     })
 }
 

@@ -156,29 +156,39 @@ impl BodyError {
     }
 }
 
-/// Parses 32 hex digits, either undashed or grouped 8-4-4-4-12, in any case.
+/// Parses 32 hex digits, either undashed or grouped 8-4-4-4-12, in any case. One pass; the
+/// errors, in order of precedence: empty, a character that is neither a hex digit nor a dash,
+/// not 32 digits, dashes elsewhere than at 8, 13, 18 and 23.
 fn parse_body(body: &str) -> Result<[u8; 16], BodyError> {
     if body.is_empty() {
         return Err(BodyError::Empty);
     }
-    if let Some(found) = body.chars().find(|c| !c.is_ascii_hexdigit() && *c != '-') {
-        return Err(BodyError::NotHex(found));
+    let mut bytes = [0_u8; 16];
+    let mut digits = 0_usize;
+    let mut dashes = 0_usize;
+    let mut dashes_in_place = true;
+    for (at, b) in body.bytes().enumerate() {
+        if let Some(value) = hex_value(b) {
+            if let Some(byte) = bytes.get_mut(digits / 2) {
+                *byte = (*byte << 4) | value;
+            }
+            digits += 1;
+        } else if b == b'-' {
+            dashes_in_place &= [8, 13, 18, 23].get(dashes) == Some(&at);
+            dashes += 1;
+        } else {
+            // Every byte before `at` is ASCII, so `at` starts the offending character.
+            let found = body.get(at..).and_then(|rest| rest.chars().next());
+            return Err(BodyError::NotHex(
+                found.unwrap_or(char::REPLACEMENT_CHARACTER),
+            ));
+        }
     }
-    let digits = body.bytes().filter(u8::is_ascii_hexdigit).count();
     if digits != 32 {
         return Err(BodyError::Length(digits));
     }
-    let dashes: Vec<usize> = body.match_indices('-').map(|(at, _)| at).collect();
-    if !(dashes.is_empty() || dashes == [8, 13, 18, 23]) {
+    if !(dashes == 0 || (dashes == 4 && dashes_in_place)) {
         return Err(BodyError::DashLayout);
-    }
-    let mut bytes = [0_u8; 16];
-    let mut nibbles = body.bytes().filter_map(hex_value);
-    for byte in &mut bytes {
-        let (Some(high), Some(low)) = (nibbles.next(), nibbles.next()) else {
-            return Err(BodyError::Length(digits));
-        };
-        *byte = (high << 4) | low;
     }
     Ok(bytes)
 }
@@ -200,15 +210,31 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .flatten()
 }
 
-/// Writes 16 bytes as lower-case 8-4-4-4-12.
-fn write_dashed(f: &mut fmt::Formatter<'_>, bytes: &[u8; 16]) -> fmt::Result {
+/// The hex digit of the low nibble of `n`, from `digits` (lower- or upper-case).
+fn hex_digit(digits: &[u8; 16], n: u8) -> u8 {
+    digits.get(usize::from(n & 0xf)).copied().unwrap_or(b'0')
+}
+
+/// The 16 bytes as lower-case 8-4-4-4-12 (36 ASCII bytes), formatted without `fmt`.
+pub(crate) fn dashed(bytes: &[u8; 16]) -> [u8; 36] {
+    let mut out = [b'-'; 36];
+    let mut at = 0;
     for (i, byte) in bytes.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
-            f.write_str("-")?;
+            at += 1;
         }
-        write!(f, "{byte:02x}")?;
+        for (slot, nibble) in out.iter_mut().skip(at).zip([byte >> 4, *byte]) {
+            *slot = hex_digit(b"0123456789abcdef", nibble);
+        }
+        at += 2;
     }
-    Ok(())
+    out
+}
+
+/// Writes 16 bytes as lower-case 8-4-4-4-12.
+fn write_dashed(f: &mut fmt::Formatter<'_>, bytes: &[u8; 16]) -> fmt::Result {
+    let text = dashed(bytes);
+    f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
 }
 
 /// A physical GPU's UUID, normalised: 16 bytes, shown as `GPU-` + lower-case 8-4-4-4-12.
@@ -268,6 +294,16 @@ impl GpuUuid {
         &self.0
     }
 
+    /// The UUID as [`Display`](fmt::Display) writes it (`GPU-` + lower-case 8-4-4-4-12), as
+    /// bytes on the stack.
+    pub(crate) fn printed(&self) -> [u8; 40] {
+        let mut out = *b"GPU-000000000000000000000000000000000000";
+        for (slot, byte) in out.iter_mut().skip(4).zip(dashed(&self.0)) {
+            *slot = byte;
+        }
+        out
+    }
+
     /// The seed's comparison token: 32 upper-case hex digits, no `GPU-`, no dashes. Equal to
     /// [`canonicalize_gpu_uuid`] of every accepted spelling of this UUID.
     ///
@@ -278,10 +314,11 @@ impl GpuUuid {
     /// # Ok::<(), gpu_uuid::UuidError>(())
     /// ```
     pub fn canonical_token(&self) -> String {
-        use fmt::Write as _;
+        const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
         let mut token = String::with_capacity(32);
         for byte in &self.0 {
-            let _ = write!(token, "{byte:02X}");
+            token.push(char::from(hex_digit(DIGITS, byte >> 4)));
+            token.push(char::from(hex_digit(DIGITS, *byte)));
         }
         token
     }

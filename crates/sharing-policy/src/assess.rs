@@ -7,7 +7,9 @@ use crate::daemon::{self, DaemonStatus};
 use crate::device::{DeviceError, parse_cuda_index};
 use crate::gpu::{self, Failure};
 use crate::text::repr;
-use crate::{Code, Evidence, FileKind, Finding, HostFacts, PipeFacts, Request, SCHEMA, start};
+use crate::{
+    Code, Evidence, FileKind, Finding, HostFacts, OsText, PipeFacts, Request, SCHEMA, start,
+};
 
 /// The prefix of every explicit-request message, as in the seed.
 const MPS: &str = "training.cuda_process_sharing='mps'";
@@ -42,6 +44,16 @@ fn normalise_backend(backend: &str) -> String {
     backend.trim().to_lowercase()
 }
 
+/// Whether two backend names are equal once normalised; allocates only for non-ASCII names.
+fn same_backend(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a.to_lowercase() == b.to_lowercase()
+    }
+}
+
 /// The result of walking every check.
 pub(crate) struct Assessment {
     pub(crate) findings: Vec<Finding>,
@@ -58,10 +70,10 @@ struct Identity {
 impl Identity {
     /// The GPU a suggested daemon should be pinned to: the one both sides agree on, or the
     /// only one known.
-    fn pin(&self) -> Option<String> {
+    fn pin(&self) -> Option<GpuUuid> {
         match (self.learner, self.collector) {
             (Some(l), Some(c)) if l != c => None,
-            (Some(uuid), _) | (None, Some(uuid)) => Some(uuid.to_string()),
+            (Some(uuid), _) | (None, Some(uuid)) => Some(uuid),
             (None, None) => None,
         }
     }
@@ -118,8 +130,8 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
             "pass a rank in [0, world_size) and a world_size of at least 1".to_owned(),
         ));
     }
-    let backend = normalise_backend(&request.backend);
     if request.collector_device.is_none() {
+        let backend = normalise_backend(&request.backend);
         findings.push(Finding::new(
             Code::MissingCollector,
             format!(
@@ -141,9 +153,9 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
     let mut daemon_pid = None;
     if schema_ok {
         identity = check_identity(facts, learner_index, collector_index, &mut findings);
-        let pin = identity.pin();
-        pipe = check_pipe(facts, pin.as_deref(), &mut findings);
-        server_pid = check_daemon(facts, pin.as_deref(), &mut findings);
+        let (pin, directory) = (identity.pin(), facts.env.effective_pipe_directory());
+        pipe = check_pipe(facts, &directory, pin, &mut findings);
+        server_pid = check_daemon(facts, &directory, pin, &mut findings);
         daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
     }
 
@@ -174,15 +186,18 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
 }
 
 fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
-    let backend = normalise_backend(&request.backend);
+    if request
+        .supported_backends
+        .iter()
+        .any(|b| same_backend(b, &request.backend))
+    {
+        return;
+    }
     let supported: Vec<String> = request
         .supported_backends
         .iter()
         .map(|b| normalise_backend(b))
         .collect();
-    if supported.contains(&backend) {
-        return;
-    }
     let is_default = supported.len() == 1
         && supported.first().map(String::as_str) == Some(crate::DEFAULT_SUPPORTED_BACKEND);
     let (message, fix) = if is_default {
@@ -226,10 +241,13 @@ fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
 }
 
 fn device_index(role: Role, device: &str, findings: &mut Vec<Finding>) -> Option<u32> {
+    let error = match parse_cuda_index(device) {
+        Ok(index) => return Some(index),
+        Err(error) => error,
+    };
     let field = format!("{}_device", role.name());
-    match parse_cuda_index(device) {
-        Ok(index) => Some(index),
-        Err(DeviceError::NotCuda) => {
+    match error {
+        DeviceError::NotCuda => {
             findings.push(Finding::new(
                 Code::NotCudaDevice,
                 format!(
@@ -241,7 +259,7 @@ fn device_index(role: Role, device: &str, findings: &mut Vec<Finding>) -> Option
             ));
             None
         }
-        Err(DeviceError::InvalidIndex) => {
+        DeviceError::InvalidIndex => {
             findings.push(Finding::new(
                 Code::InvalidCudaDevice,
                 format!(
@@ -266,6 +284,8 @@ fn check_identity(
     findings: &mut Vec<Finding>,
 ) -> Identity {
     let table = gpu::host_table(facts.gpu_query.as_ref());
+    let visible = gpu::visible(&facts.env, &table);
+    let resolve = |index| visible.as_ref().map_err(Clone::clone)?.uuid(index);
     let mut identity = Identity::default();
     let mut learner_failure = None;
     if let Some(index) = learner_index {
@@ -282,7 +302,7 @@ fn check_identity(
                     "pass the learner's GPU UUID as GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".to_owned(),
                 )),
             },
-            None => match gpu::resolve_index(index, &facts.env, &table) {
+            None => match resolve(index) {
                 Ok(uuid) => identity.learner = Some(uuid),
                 Err(failure) => {
                     findings.push(gpu_finding(Role::Learner, index, &failure));
@@ -292,7 +312,7 @@ fn check_identity(
         }
     }
     if let Some(index) = collector_index {
-        match gpu::resolve_index(index, &facts.env, &table) {
+        match resolve(index) {
             Ok(uuid) => identity.collector = Some(uuid),
             Err(failure) => {
                 // One host-level problem (no table, a mask that hides every GPU, a MIG mask, an
@@ -438,11 +458,11 @@ fn describe_owner(pipe: &PipeFacts) -> String {
 /// The control pipe: path length (deliberate change 5), presence, kind, access.
 fn check_pipe(
     facts: &HostFacts,
-    pin: Option<&str>,
+    directory_raw: &OsText,
+    pin: Option<GpuUuid>,
     findings: &mut Vec<Finding>,
 ) -> Option<PipeEvidence> {
     let env = &facts.env;
-    let directory_raw = env.effective_pipe_directory();
     let Some(directory) = directory_raw.as_str() else {
         let lossy = directory_raw.to_string_lossy();
         findings.push(Finding::new(
@@ -456,9 +476,16 @@ fn check_pipe(
         ));
         return None;
     };
-    let path_raw = env.control_pipe_path();
+    let path_raw = crate::facts::join(directory_raw, crate::CONTROL_PIPE_NAME);
     let path = path_raw.as_str().unwrap_or_default().to_owned();
-    let start = || start::render(directory, env.cuda_mps_log_directory.as_ref(), pin);
+    let start = || {
+        let pin = pin.map(|uuid| uuid.to_string());
+        start::render(
+            directory,
+            env.cuda_mps_log_directory.as_ref(),
+            pin.as_deref(),
+        )
+    };
     let Some(pipe) = &facts.control_pipe else {
         findings.push(Finding::new(
             Code::ControlPipeMissing,
@@ -471,7 +498,7 @@ fn check_pipe(
         ));
         return None;
     };
-    if pipe.directory != directory_raw || pipe.path != path_raw {
+    if pipe.directory != *directory_raw || pipe.path != path_raw {
         findings.push(inconsistent(format!(
             "its control pipe record is for {}, but the effective control pipe is {}",
             repr(&pipe.path.to_string_lossy()),
@@ -588,17 +615,26 @@ fn access_finding(path: &str, why: &str, pipe: &PipeFacts) -> Finding {
 }
 
 /// The daemon's answer (deliberate change 4: live = a read-only query exited 0 in time).
-fn check_daemon(facts: &HostFacts, pin: Option<&str>, findings: &mut Vec<Finding>) -> Option<i64> {
+fn check_daemon(
+    facts: &HostFacts,
+    directory: &OsText,
+    pin: Option<GpuUuid>,
+    findings: &mut Vec<Finding>,
+) -> Option<i64> {
     let env = &facts.env;
-    let directory = env.effective_pipe_directory();
+    let status = daemon::status(facts.daemon_query.as_ref(), directory.as_bytes());
+    if let DaemonStatus::Live { server_pid } = status {
+        return server_pid;
+    }
+    // Only a daemon that did not answer needs the messages below.
     let path = env.control_pipe_path().to_string_lossy();
+    let pin = pin.map(|uuid| uuid.to_string());
     let start = start::render(
         &directory.to_string_lossy(),
         env.cuda_mps_log_directory.as_ref(),
-        pin,
+        pin.as_deref(),
     );
     let verify = format!("Verify the daemon and retry: {start}");
-    let status = daemon::status(facts.daemon_query.as_ref(), directory.as_bytes());
     let (code, reason, fix) = match status {
         DaemonStatus::Live { server_pid } => return server_pid,
         DaemonStatus::NotTheProbe(why) => {

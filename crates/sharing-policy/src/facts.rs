@@ -148,7 +148,8 @@ pub const CONTROL_PIPE_NAME: &str = "control";
 /// The control daemon's pid file name inside the pipe directory.
 pub const PID_FILE_NAME: &str = "nvidia-cuda-mps-control.pid";
 
-fn join(directory: &OsText, name: &str) -> OsText {
+/// `directory/name`, as [`EnvFacts::control_pipe_path`] joins them.
+pub(crate) fn join(directory: &OsText, name: &str) -> OsText {
     let mut bytes = directory.as_bytes().to_vec();
     if !bytes.ends_with(b"/") {
         bytes.push(b'/');

@@ -1,7 +1,7 @@
 //! Which physical GPU a `cuda:N` device is, from `CUDA_VISIBLE_DEVICES` and the recorded host
 //! GPU table, without initialising CUDA (deliberate changes 1–3).
 
-use gpu_uuid::{GpuTable, GpuUuid, ResolveError, TABLE_QUERY_ARGS, VisibleDevices};
+use gpu_uuid::{GpuTable, GpuUuid, Resolution, ResolveError, TABLE_QUERY_ARGS, VisibleDevices};
 
 use crate::assess::Role;
 use crate::text::repr;
@@ -249,59 +249,100 @@ pub(crate) fn resolve_index(
     env: &EnvFacts,
     table: &Result<GpuTable, HostTableError>,
 ) -> Result<GpuUuid, Failure> {
+    visible(env, table)?.uuid(index)
+}
+
+/// The GPUs a CUDA process would see, once proven: the part of [`resolve_index`] that does not
+/// depend on the index, so two devices of one host share it.
+pub(crate) struct Visible<'a> {
+    env: &'a EnvFacts,
+    table: &'a GpuTable,
+    resolution: Resolution,
+}
+
+/// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset" for `env`.
+fn mask(env: &EnvFacts) -> String {
+    describe_mask(env.cuda_visible_devices.as_ref())
+}
+
+/// Why the list is shorter than written, when it is (`": …"`), else nothing.
+fn detail(resolution: &Resolution) -> String {
+    resolution
+        .duplicate()
+        .map(ToString::to_string)
+        .or_else(|| resolution.stop().map(ToString::to_string))
+        .map(|why| format!(": {why}"))
+        .unwrap_or_default()
+}
+
+/// The visible GPUs ([`resolve_index`] up to the index), or why none is proven.
+pub(crate) fn visible<'a>(
+    env: &'a EnvFacts,
+    table: &'a Result<GpuTable, HostTableError>,
+) -> Result<Visible<'a>, Failure> {
     let table = match table {
         Ok(table) => table,
         Err(HostTableError::Unavailable(why)) => return Err(Failure::NoTable(why.clone())),
         Err(HostTableError::NotTheQuery(why)) => return Err(Failure::NotTheQuery(why.clone())),
     };
     let raw = env.cuda_visible_devices.as_ref();
-    let mask = describe_mask(raw);
     if raw.is_some_and(|value| value.as_str().is_none()) {
         // CUDA reads bytes, but a mask that is not text is unproven here: fail closed.
         return Err(Failure::NoneVisible(format!(
-            "{mask} is not valid UTF-8, so which GPUs it selects is not proven"
+            "{} is not valid UTF-8, so which GPUs it selects is not proven",
+            mask(env)
         )));
     }
-    let visible = VisibleDevices::parse_bytes(raw.map(OsText::as_bytes));
-    let resolution = match gpu_uuid::resolve(&visible, table) {
+    let devices = VisibleDevices::parse_bytes(raw.map(OsText::as_bytes));
+    let resolution = match gpu_uuid::resolve(&devices, table) {
         Ok(resolution) => resolution,
         Err(err @ ResolveError::Mig { .. }) => return Err(Failure::Mig(err.to_string())),
-        Err(err) => return Err(Failure::NoneVisible(format!("{mask}: {err}"))),
+        Err(err) => return Err(Failure::NoneVisible(format!("{}: {err}", mask(env)))),
     };
-    // Why the list is shorter than written, when it is.
-    let detail = resolution
-        .duplicate()
-        .map(ToString::to_string)
-        .or_else(|| resolution.stop().map(ToString::to_string))
-        .map(|why| format!(": {why}"))
-        .unwrap_or_default();
-    let gpus = resolution.visible();
-    if gpus.is_empty() {
+    if resolution.is_empty() {
         return Err(Failure::NoneVisible(format!(
-            "{mask} makes no GPU visible{detail}"
+            "{} makes no GPU visible{}",
+            mask(env),
+            detail(&resolution)
         )));
     }
-    let position = usize::try_from(index).unwrap_or(usize::MAX);
-    let Some(uuid) = gpus.get(position).map(|row| row.uuid) else {
-        let count = if gpus.len() == 1 {
-            "1 GPU is".to_owned()
-        } else {
-            format!("{} GPUs are", gpus.len())
+    Ok(Visible {
+        env,
+        table,
+        resolution,
+    })
+}
+
+impl Visible<'_> {
+    /// The physical GPU of device `cuda:index`, or why it is not proven.
+    pub(crate) fn uuid(&self, index: u32) -> Result<GpuUuid, Failure> {
+        let (env, table, resolution) = (self.env, self.table, &self.resolution);
+        let gpus = resolution.visible();
+        let position = usize::try_from(index).unwrap_or(usize::MAX);
+        let Some(uuid) = gpus.get(position).map(|row| row.uuid) else {
+            let count = if gpus.len() == 1 {
+                "1 GPU is".to_owned()
+            } else {
+                format!("{} GPUs are", gpus.len())
+            };
+            return Err(Failure::OutOfRange(format!(
+                "{count} visible with {}{}",
+                mask(env),
+                detail(resolution)
+            )));
         };
-        return Err(Failure::OutOfRange(format!(
-            "{count} visible with {mask}{detail}"
-        )));
-    };
-    if resolution.relies_on_index_order() && !index_order_trusted(env, table) {
-        let models: Vec<String> = table.rows().iter().map(|row| row.name.clone()).collect();
-        let order = env.cuda_device_order.as_ref().map_or_else(
-            || "CUDA_DEVICE_ORDER is unset".to_owned(),
-            |order| format!("CUDA_DEVICE_ORDER={}", repr(&order.to_string_lossy())),
-        );
-        return Err(Failure::UntrustedOrder(format!(
-            "with {mask}, device indices follow CUDA's enumeration order; the host GPUs are different models ({}) and {order}",
-            models.join(", ")
-        )));
+        if resolution.relies_on_index_order() && !index_order_trusted(env, table) {
+            let models: Vec<String> = table.rows().iter().map(|row| row.name.clone()).collect();
+            let order = env.cuda_device_order.as_ref().map_or_else(
+                || "CUDA_DEVICE_ORDER is unset".to_owned(),
+                |order| format!("CUDA_DEVICE_ORDER={}", repr(&order.to_string_lossy())),
+            );
+            return Err(Failure::UntrustedOrder(format!(
+                "with {}, device indices follow CUDA's enumeration order; the host GPUs are different models ({}) and {order}",
+                mask(env),
+                models.join(", ")
+            )));
+        }
+        Ok(uuid)
     }
-    Ok(uuid)
 }

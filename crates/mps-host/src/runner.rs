@@ -4,17 +4,17 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::io::{ErrorKind, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open};
 use sharing_policy::{CapturedText, OsText, QueryOutcome, QueryRecord};
 
 /// The default deadline of one run.
@@ -106,28 +106,54 @@ impl Runner for ProcessRunner {
     }
 }
 
-/// What a reader thread has read so far.
-#[derive(Debug, Default)]
-struct Capture {
+/// One output stream of the child: its pipe until end of file, and what was kept of it.
+struct Output {
+    pipe: Option<OwnedFd>,
     bytes: Vec<u8>,
+    cap: usize,
     truncated: bool,
-    finished: bool,
 }
 
-/// A shared capture plus the signal that its reader reached end of file.
-struct Reader {
-    capture: Arc<Mutex<Capture>>,
-    done: mpsc::Receiver<()>,
-}
+impl Output {
+    /// A pipe that cannot be made non-blocking (never seen on Linux) is not read, so it cannot
+    /// block the runner; its capture counts as cut short.
+    fn new(pipe: Option<OwnedFd>, cap: usize) -> Self {
+        let blocking = pipe
+            .as_ref()
+            .is_some_and(|pipe| rustix::io::ioctl_fionbio(pipe, true).is_err());
+        Self {
+            pipe: pipe.filter(|_| !blocking),
+            bytes: Vec::new(),
+            cap,
+            truncated: blocking,
+        }
+    }
 
-impl Reader {
-    /// Waits until `deadline` for end of file, then snapshots what was read. A stream that had
-    /// not reached end of file counts as truncated (its writer escaped the process group).
-    fn finish(&self, deadline: Instant) -> CapturedText {
-        let wait = deadline.saturating_duration_since(Instant::now());
-        let _ = self.done.recv_timeout(wait);
-        let capture = self.capture.lock().unwrap_or_else(PoisonError::into_inner);
-        CapturedText::from_bytes(&capture.bytes, capture.truncated || !capture.finished)
+    /// Reads what the pipe holds now, keeping at most `cap` bytes in all and discarding the rest
+    /// (it keeps reading, so the writer never blocks on a full pipe). End of file or an error
+    /// closes the pipe.
+    fn read_ready(&mut self, buffer: &mut [u8]) {
+        let Some(pipe) = &self.pipe else { return };
+        match rustix::io::read(pipe, &mut *buffer) {
+            Ok(0) => self.pipe = None,
+            Ok(read) => {
+                let room = self.cap.saturating_sub(self.bytes.len());
+                let chunk = buffer.get(..read).unwrap_or_default();
+                if chunk.len() > room {
+                    self.truncated = true;
+                }
+                self.bytes
+                    .extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
+            }
+            Err(Errno::AGAIN | Errno::INTR) => {}
+            Err(_) => self.pipe = None,
+        }
+    }
+
+    /// The capture. A stream that had not reached end of file counts as truncated (its writer
+    /// escaped the process group).
+    fn text(&self) -> CapturedText {
+        CapturedText::from_bytes(&self.bytes, self.truncated || self.pipe.is_some())
     }
 }
 
@@ -146,33 +172,48 @@ impl ProcessRunner {
             }
         };
         let deadline = started + query.timeout;
-        let stdout = child
-            .stdout
-            .take()
-            .map(|out| start_reader(out, self.stdout_cap));
-        let stderr = child
-            .stderr
-            .take()
-            .map(|err| start_reader(err, self.stderr_cap));
-        if let Some(stdin) = child.stdin.take() {
-            start_writer(stdin, query.stdin.clone().into_bytes());
+        let mut io = ChildIo {
+            stdin: child.stdin.take().map(OwnedFd::from),
+            input: query.stdin.as_bytes(),
+            stdout: Output::new(child.stdout.take().map(OwnedFd::from), self.stdout_cap),
+            stderr: Output::new(child.stderr.take().map(OwnedFd::from), self.stderr_cap),
+        };
+        if io.input.is_empty()
+            || io
+                .stdin
+                .as_ref()
+                .is_some_and(|stdin| rustix::io::ioctl_fionbio(stdin, true).is_err())
+        {
+            io.stdin = None;
         }
         let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
-        let exit = group.map(watch_exit);
-        let exited = exit.as_ref().is_some_and(|exit| {
-            let wait = deadline.saturating_duration_since(Instant::now());
-            matches!(exit.recv_timeout(wait), Ok(true))
-        });
+        // Readable once the child has exited (Linux 5.3 and later); without it, exits are
+        // noticed by polling every few milliseconds.
+        let exit_fd = group.and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+        let watch = group.map(|pid| (pid, exit_fd.as_ref()));
+        let exited = io.pump(watch, deadline, false);
         // The leader is either a zombie (exited, not yet reaped) or still running, so its PID
         // and the group ID cannot have been reused: killing the group now is safe. After a normal
         // exit this removes anything the program left behind in its group.
-        if let Some(group) = group {
-            let _ = rustix::process::kill_process_group(group, Signal::KILL);
+        match group {
+            Some(group) => {
+                let _ = rustix::process::kill_process_group(group, Signal::KILL);
+            }
+            None => {
+                let _ = child.kill();
+            }
         }
-        let status = reap(&mut child, exit.as_ref(), exited);
+        // Wait for the killed leader (unless already seen) and for both streams' end of file.
         let grace = Instant::now() + KILL_GRACE;
-        let stdout = stdout.map_or_else(CapturedText::default, |reader| reader.finish(grace));
-        let stderr = stderr.map_or_else(CapturedText::default, |reader| reader.finish(grace));
+        let dead = if exited || group.is_none() {
+            io.pump(None, grace, true);
+            true
+        } else {
+            io.pump(watch, grace, true)
+        };
+        // A leader that did not die within the grace (stuck in the kernel) is left unreaped.
+        let status = if dead { child.wait().ok() } else { None };
+        let (stdout, stderr) = (io.stdout.text(), io.stderr.text());
         match (exited, status) {
             (true, Some(status)) => QueryOutcome::Exited {
                 code: status.code(),
@@ -241,90 +282,96 @@ fn spawn(program: &Path, query: &Query) -> std::io::Result<Child> {
     }
 }
 
-/// Reads `stream` to end of file in a thread, keeping at most `cap` bytes and discarding the
-/// rest (it keeps reading, so the writer never blocks on a full pipe).
-fn start_reader<R: Read + Send + 'static>(mut stream: R, cap: usize) -> Reader {
-    let capture = Arc::new(Mutex::new(Capture::default()));
-    let (done_tx, done) = mpsc::channel();
-    let shared = Arc::clone(&capture);
-    thread::spawn(move || {
-        let mut buffer = [0_u8; 8192];
+/// The child's end of the three pipes, driven by one thread with `poll`.
+struct ChildIo<'a> {
+    stdin: Option<OwnedFd>,
+    input: &'a [u8],
+    stdout: Output,
+    stderr: Output,
+}
+
+impl ChildIo<'_> {
+    /// Writes standard input (then closes it) and reads both outputs until `until`, and until
+    /// `watch`'s process has exited or, with `drain`, both outputs have also reached end of file.
+    /// Returns whether the process was seen to exit. A child that never reads its input cannot
+    /// block this: the pipe is non-blocking, and the write fails (`EPIPE`) once it is gone.
+    fn pump(
+        &mut self,
+        watch: Option<(Pid, Option<&OwnedFd>)>,
+        until: Instant,
+        drain: bool,
+    ) -> bool {
+        let mut buffer = vec![0_u8; 64 * 1024];
+        let mut exited = false;
         loop {
-            match stream.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(read) => {
-                    let mut capture = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                    let room = cap.saturating_sub(capture.bytes.len());
-                    let chunk = buffer.get(..read).unwrap_or_default();
-                    if chunk.len() > room {
-                        capture.truncated = true;
-                    }
-                    capture
-                        .bytes
-                        .extend_from_slice(chunk.get(..room.min(chunk.len())).unwrap_or_default());
-                }
-                Err(err) if err.kind() == ErrorKind::Interrupted => {}
-                Err(_) => break,
+            if let Some((pid, _)) = watch
+                && !exited
+            {
+                exited = matches!(
+                    rustix::process::waitid(
+                        WaitId::Pid(pid),
+                        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG,
+                    ),
+                    Ok(Some(_))
+                );
             }
-        }
-        shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .finished = true;
-        let _ = done_tx.send(());
-    });
-    Reader { capture, done }
-}
-
-/// Writes `input` to the child's standard input in a thread, then closes it. A child that never
-/// reads cannot block the runner: the write fails (`EPIPE`) once the group is killed.
-fn start_writer(mut stdin: ChildStdin, input: Vec<u8>) {
-    thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-        drop(stdin);
-    });
-}
-
-/// Watches `pid` in a thread: the receiver gets `true` once it has exited. The watcher does not
-/// reap it (`WNOWAIT`), so its PID (and its process group ID) stays reserved until
-/// [`Child::wait`].
-fn watch_exit(pid: Pid) -> mpsc::Receiver<bool> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let exited = loop {
-            match rustix::process::waitid(
-                WaitId::Pid(pid),
-                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-            ) {
-                Err(rustix::io::Errno::INTR) => {}
-                Ok(_) => break true,
-                Err(_) => break false,
+            let open = self.stdout.pipe.is_some() || self.stderr.pipe.is_some();
+            let done = match watch {
+                Some(_) if !exited => false,
+                _ => !drain || !open,
+            };
+            let left = until.saturating_duration_since(Instant::now());
+            if done || left.is_zero() {
+                return exited;
             }
-        };
-        let _ = tx.send(exited);
-    });
-    rx
-}
-
-/// Reaps the child once its group has been killed. Returns its status, or `None` when it did
-/// not die within [`KILL_GRACE`] (a process stuck in the kernel); it is then left unreaped.
-fn reap(
-    child: &mut Child,
-    exit: Option<&mpsc::Receiver<bool>>,
-    exited: bool,
-) -> Option<std::process::ExitStatus> {
-    match exit {
-        None => {
-            let _ = child.kill();
+            let exit_fd = watch.and_then(|(_, fd)| fd).filter(|_| !exited);
+            // Without an exit descriptor, look again at the process every 5 ms.
+            let wait = if watch.is_some() && !exited && exit_fd.is_none() {
+                left.min(Duration::from_millis(5))
+            } else {
+                left
+            };
+            let mut fds = Vec::with_capacity(4);
+            fds.extend(
+                self.stdin
+                    .as_ref()
+                    .map(|fd| PollFd::new(fd, PollFlags::OUT)),
+            );
+            fds.extend(
+                self.stdout
+                    .pipe
+                    .as_ref()
+                    .map(|fd| PollFd::new(fd, PollFlags::IN)),
+            );
+            fds.extend(
+                self.stderr
+                    .pipe
+                    .as_ref()
+                    .map(|fd| PollFd::new(fd, PollFlags::IN)),
+            );
+            fds.extend(exit_fd.map(|fd| PollFd::new(fd, PollFlags::IN)));
+            let timeout = Timespec::try_from(wait).ok();
+            let _ = rustix::event::poll(&mut fds, timeout.as_ref());
+            drop(fds);
+            self.write_ready();
+            self.stdout.read_ready(&mut buffer);
+            self.stderr.read_ready(&mut buffer);
         }
-        Some(exit) if !exited => {
-            if !matches!(exit.recv_timeout(KILL_GRACE), Ok(true)) {
-                return None;
-            }
-        }
-        Some(_) => {}
     }
-    child.wait().ok()
+
+    /// Writes what standard input's pipe takes now; closes it when all is written or the child
+    /// is gone.
+    fn write_ready(&mut self) {
+        let Some(stdin) = &self.stdin else { return };
+        match rustix::io::write(stdin, self.input) {
+            Ok(written) => self.input = self.input.get(written..).unwrap_or_default(),
+            Err(Errno::AGAIN | Errno::INTR) => return,
+            Err(_) => self.input = &[],
+        }
+        if self.input.is_empty() {
+            self.stdin = None;
+        }
+    }
 }
 
 fn millis(duration: Duration) -> u64 {

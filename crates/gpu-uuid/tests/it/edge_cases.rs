@@ -255,3 +255,62 @@ fn os_str_and_bytes_agree() {
         VisibleDevices::parse_bytes(None)
     );
 }
+
+/// The index CUDA reads from a UUID-looking entry without `GPU-` comes with a `BareUuid`
+/// warning only for at least 8 hex digits and dashes with a letter among them.
+#[test]
+fn bare_uuid_warnings_need_eight_hex_digits_or_dashes_with_a_letter() {
+    use gpu_uuid::WarningKind;
+    let kinds = |value: &str| -> Vec<WarningKind> {
+        VisibleDevices::parse_bytes(Some(value.as_bytes()))
+            .warnings()
+            .iter()
+            .map(|warning| warning.kind)
+            .collect()
+    };
+    for bare in ["9e8d35e3", "9e8d35e3-a134", "1c20e77d-0fdd-0e01"] {
+        assert_eq!(kinds(bare), [WarningKind::BareUuid], "{bare}");
+    }
+    for not_bare in ["1abc", "9e8d35e3zz", "9e8d35e3-xyz"] {
+        let got = kinds(not_bare);
+        assert_eq!(got.len(), 1, "{not_bare}");
+        assert_ne!(got[0], WarningKind::BareUuid, "{not_bare}");
+    }
+}
+
+/// In a `GPU-` list, a number stops reading as an entry of another kind, and a negative
+/// number (not `-0`) as a negative one.
+#[test]
+fn negative_numbers_in_a_uuid_list() {
+    use gpu_uuid::{Mode, StopReason};
+    let reason = |value: &str| {
+        VisibleDevices::parse_bytes(Some(value.as_bytes()))
+            .stop()
+            .map(|stop| stop.reason.clone())
+    };
+    assert_eq!(reason("GPU-8932f937,-1"), Some(StopReason::Negative));
+    for other in ["GPU-8932f937,-0", "GPU-8932f937,1"] {
+        assert_eq!(
+            reason(other),
+            Some(StopReason::OtherKind { list: Mode::Uuid }),
+            "{other}"
+        );
+    }
+}
+
+/// `raw` is the value exactly as given (`None` when unset); only an empty or
+/// whitespace-only value is blank.
+#[test]
+fn raw_is_the_value_as_given_and_only_whitespace_is_blank() {
+    let unset = VisibleDevices::parse_bytes(None);
+    assert_eq!(unset.raw(), None);
+    assert!(!unset.is_blank());
+    let set = VisibleDevices::parse_bytes(Some(b" 0,\xff"));
+    assert_eq!(set.raw(), Some(&b" 0,\xff"[..]));
+    assert!(!set.is_blank());
+    for blank in [&b""[..], b" \t"] {
+        let devices = VisibleDevices::parse_bytes(Some(blank));
+        assert_eq!(devices.raw(), Some(blank));
+        assert!(devices.is_blank());
+    }
+}

@@ -11,5 +11,6 @@ mod hosts;
 mod messages;
 mod mps;
 mod props;
+mod resolution;
 mod table;
 mod uuids;

@@ -181,3 +181,43 @@ fn serde_round_trips_and_validates() {
     let error = serde_json::from_str::<GpuTable>("[]").unwrap_err();
     assert!(error.to_string().contains("printed no GPU rows"), "{error}");
 }
+
+/// Every part of the PCI bus id is checked for both its length and its hex digits, each
+/// on its own: one bad part refuses the row.
+#[test]
+fn each_bus_id_part_must_be_hex_of_its_length() {
+    let row = |bus_id: &str| {
+        GpuTable::parse(&format!(
+            "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, H100, {bus_id}\n"
+        ))
+    };
+    for good in ["00000000:17:00.0", "0000:17:00.0", "0000:aB:1f.7"] {
+        assert!(row(good).is_ok(), "{good}");
+    }
+    for bad in [
+        "0000000g:17:00.0", // domain: right length, not hex
+        "000:17:00.0",      // domain: hex, wrong length
+        "00000000:1:00.0",  // bus
+        "00000000:1g:00.0",
+        "00000000:17:0.0", // device
+        "00000000:17:0g.0",
+        "00000000:17:00.00", // function
+        "00000000:17:00.g",
+    ] {
+        match row(bad) {
+            Err(TableError::Malformed { problem, .. }) => {
+                assert!(problem.contains("pci.bus_id"), "{bad}: {problem}");
+            }
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_row_displays_all_its_fields() {
+    let table = GpuTable::parse(TWO).unwrap();
+    assert_eq!(
+        table.rows()[1].to_string(),
+        "host GPU 1 (GPU-8932aaaa-1111-2222-3333-444455556666, NVIDIA H100 80GB HBM3, 00000000:65:00.0)"
+    );
+}

@@ -257,7 +257,10 @@ pub(crate) fn resolve_index(
 pub(crate) struct Visible<'a> {
     env: &'a EnvFacts,
     table: &'a GpuTable,
-    resolution: Resolution,
+    /// `None` when `CUDA_VISIBLE_DEVICES` is unset: every GPU in table order, nothing stopped,
+    /// index order relied on with more than one GPU — what [`gpu_uuid::resolve`] returns then,
+    /// without copying the rows.
+    resolution: Option<Resolution>,
 }
 
 /// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset" for `env`.
@@ -285,15 +288,21 @@ pub(crate) fn visible<'a>(
         Err(HostTableError::Unavailable(why)) => return Err(Failure::NoTable(why.clone())),
         Err(HostTableError::NotTheQuery(why)) => return Err(Failure::NotTheQuery(why.clone())),
     };
-    let raw = env.cuda_visible_devices.as_ref();
-    if raw.is_some_and(|value| value.as_str().is_none()) {
+    let Some(raw) = env.cuda_visible_devices.as_ref() else {
+        return Ok(Visible {
+            env,
+            table,
+            resolution: None,
+        });
+    };
+    if raw.as_str().is_none() {
         // CUDA reads bytes, but a mask that is not text is unproven here: fail closed.
         return Err(Failure::NoneVisible(format!(
             "{} is not valid UTF-8, so which GPUs it selects is not proven",
             mask(env)
         )));
     }
-    let devices = VisibleDevices::parse_bytes(raw.map(OsText::as_bytes));
+    let devices = VisibleDevices::parse_bytes(Some(raw.as_bytes()));
     let resolution = match gpu_uuid::resolve(&devices, table) {
         Ok(resolution) => resolution,
         Err(err @ ResolveError::Mig { .. }) => return Err(Failure::Mig(err.to_string())),
@@ -309,15 +318,15 @@ pub(crate) fn visible<'a>(
     Ok(Visible {
         env,
         table,
-        resolution,
+        resolution: Some(resolution),
     })
 }
 
 impl Visible<'_> {
     /// The physical GPU of device `cuda:index`, or why it is not proven.
     pub(crate) fn uuid(&self, index: u32) -> Result<GpuUuid, Failure> {
-        let (env, table, resolution) = (self.env, self.table, &self.resolution);
-        let gpus = resolution.visible();
+        let (env, table, resolution) = (self.env, self.table, self.resolution.as_ref());
+        let gpus = resolution.map_or(table.rows(), Resolution::visible);
         let position = usize::try_from(index).unwrap_or(usize::MAX);
         let Some(uuid) = gpus.get(position).map(|row| row.uuid) else {
             let count = if gpus.len() == 1 {
@@ -328,10 +337,12 @@ impl Visible<'_> {
             return Err(Failure::OutOfRange(format!(
                 "{count} visible with {}{}",
                 mask(env),
-                detail(resolution)
+                resolution.map(detail).unwrap_or_default()
             )));
         };
-        if resolution.relies_on_index_order() && !index_order_trusted(env, table) {
+        let relies_on_index_order =
+            resolution.map_or(table.len() > 1, Resolution::relies_on_index_order);
+        if relies_on_index_order && !index_order_trusted(env, table) {
             let models: Vec<String> = table.rows().iter().map(|row| row.name.clone()).collect();
             let order = env.cuda_device_order.as_ref().map_or_else(
                 || "CUDA_DEVICE_ORDER is unset".to_owned(),

@@ -12,6 +12,7 @@
 )]
 
 mod changes;
+mod details;
 mod fixtures;
 mod hosts;
 mod props;

@@ -1,0 +1,221 @@
+//! Details beyond pass/fail: the GPU a suggested start command is pinned to, the
+//! control-pipe kind and daemon PID the evidence records, which access failed, what a failed
+//! daemon query printed, and why each code matters.
+
+use std::collections::BTreeSet;
+
+use sharing_policy::{
+    CapturedText, Code, HostFacts, OsText, PidFileFacts, QueryOutcome, explain, validate,
+};
+
+use crate::hosts::{self, H100_A};
+use crate::support::{ambient, message, mps};
+
+fn fixture(name: &str) -> HostFacts {
+    hosts::all()
+        .into_iter()
+        .find(|(fixture, _)| *fixture == name)
+        .map(|(_, facts)| facts)
+        .unwrap()
+}
+
+#[test]
+fn a_start_command_is_pinned_only_to_a_gpu_both_sides_agree_on() {
+    // No control pipe, on the two-H100 host of the healthy fixture.
+    let mut facts = fixture("no-control-pipe");
+    facts.gpu_query = fixture("healthy-socket-with-server").gpu_query;
+    let starts = |learner: &str, collector: &str| -> Vec<String> {
+        explain(&mps(learner, Some(collector)), &facts)
+            .into_iter()
+            .map(|finding| finding.fix)
+            .filter(|fix| fix.contains("nvidia-cuda-mps-control -d"))
+            .collect()
+    };
+    let same = starts("cuda:0", "cuda:0");
+    assert!(!same.is_empty());
+    for fix in &same {
+        assert!(
+            fix.contains(&format!("CUDA_VISIBLE_DEVICES={H100_A} ")),
+            "{fix}"
+        );
+    }
+    // Learner and collector on different GPUs: no GPU to pin the daemon to.
+    let split = starts("cuda:0", "cuda:1");
+    assert!(!split.is_empty());
+    for fix in &split {
+        assert!(!fix.contains("CUDA_VISIBLE_DEVICES"), "{fix}");
+    }
+}
+
+#[test]
+fn the_ambient_evidence_names_the_pipe_kind_only_for_the_pipe_it_looked_at() {
+    let facts = fixture("healthy-socket-with-server");
+    let kind = |facts: &HostFacts| {
+        validate(&ambient("cuda:0", Some("cuda:0")), facts)
+            .unwrap()
+            .control_pipe_kind
+    };
+    assert_eq!(kind(&facts).as_deref(), Some("unix_socket"));
+    // A snapshot whose pipe record is for another path, or another directory, than the
+    // environment names says nothing about the pipe CUDA clients will use.
+    let mut other_path = facts.clone();
+    other_path.control_pipe.as_mut().unwrap().path = OsText::from("/tmp/nvidia-mps/other");
+    assert_eq!(kind(&other_path), None);
+    let mut other_directory = facts.clone();
+    other_directory.control_pipe.as_mut().unwrap().directory = OsText::from("/elsewhere");
+    assert_eq!(kind(&other_directory), None);
+}
+
+fn healthy() -> HostFacts {
+    fixture("healthy-socket-with-server")
+}
+
+fn text(text: &str) -> CapturedText {
+    CapturedText::from_bytes(text.as_bytes(), false)
+}
+
+#[test]
+fn only_the_control_front_end_can_prove_a_daemon() {
+    let request = mps("cuda:0", Some("cuda:0"));
+    let mut facts = healthy();
+    facts.daemon_query.as_mut().unwrap().program = "/usr/bin/nvidia-cuda-mps-control".to_owned();
+    assert!(validate(&request, &facts).is_ok());
+    facts.daemon_query.as_mut().unwrap().program = "/usr/bin/true".to_owned();
+    let text = message(&request, &facts);
+    assert!(
+        text.contains("instead of nvidia-cuda-mps-control"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_failed_daemon_query_reports_what_it_printed() {
+    let request = mps("cuda:0", Some("cuda:0"));
+    for (stdout, stderr, shown) in [
+        ("printed-on-stdout\n", "", "printed-on-stdout"),
+        ("", "printed-on-stderr\n", "printed-on-stderr"),
+    ] {
+        let mut facts = healthy();
+        facts.daemon_query.as_mut().unwrap().outcome = QueryOutcome::Exited {
+            code: Some(1),
+            signal: None,
+            stdout: text(stdout),
+            stderr: text(stderr),
+        };
+        let text = message(&request, &facts);
+        assert!(text.contains(shown), "{text}");
+    }
+}
+
+#[test]
+fn a_daemon_answer_with_bytes_that_are_not_utf8_proves_nothing() {
+    let request = mps("cuda:0", Some("cuda:0"));
+    let not_utf8 = |text: &str| CapturedText {
+        text: text.to_owned(),
+        truncated: false,
+        non_utf8: true,
+    };
+    for (stdout, stderr) in [
+        (not_utf8("100.0\n4428\n"), text("")),
+        (text("100.0\n4428\n"), not_utf8("")),
+    ] {
+        let mut facts = healthy();
+        facts.daemon_query.as_mut().unwrap().outcome = QueryOutcome::Exited {
+            code: Some(0),
+            signal: None,
+            stdout,
+            stderr,
+        };
+        let text = message(&request, &facts);
+        assert!(text.contains("not UTF-8"), "{text}");
+    }
+}
+
+#[test]
+fn the_daemon_pid_needs_a_whole_pid_file_naming_the_live_control_daemon() {
+    let request = mps("cuda:0", Some("cuda:0"));
+    let pid = |edit: fn(&mut PidFileFacts)| {
+        let mut facts = healthy();
+        edit(facts.pid_file.as_mut().unwrap());
+        validate(&request, &facts).unwrap().daemon_pid
+    };
+    assert_eq!(pid(|_| {}), Some(2718));
+    assert_eq!(pid(|file| file.process_name = None), Some(2718));
+    // `/proc/<pid>/comm` keeps 15 bytes: `nvidia-cuda-mps`, with its newline.
+    let comm = |file: &mut PidFileFacts| file.process_name = Some("nvidia-cuda-mps\n".to_owned());
+    assert_eq!(pid(comm), Some(2718));
+    let short = |file: &mut PidFileFacts| file.process_name = Some("nvidia".to_owned());
+    assert_eq!(pid(short), None);
+    let other = |file: &mut PidFileFacts| file.process_name = Some("nvidia-cuda-mpX".to_owned());
+    assert_eq!(pid(other), None);
+    assert_eq!(pid(|file| file.pid_alive = Some(false)), None);
+    assert_eq!(
+        pid(|file| file.contents.as_mut().unwrap().truncated = true),
+        None
+    );
+    assert_eq!(
+        pid(|file| file.contents.as_mut().unwrap().non_utf8 = true),
+        None
+    );
+}
+
+#[test]
+fn an_inaccessible_pipe_says_which_access_failed() {
+    let request = mps("cuda:0", Some("cuda:0"));
+    let reason = |traversable: Option<bool>, read_write: Option<bool>| {
+        let mut facts = healthy();
+        let access = &mut facts.control_pipe.as_mut().unwrap().access;
+        access.directory_traversable = traversable;
+        access.read_write = read_write;
+        access.error = None;
+        message(&request, &facts)
+    };
+    let searched = "its directory cannot be searched by the launching user";
+    let read_write = "the launching user cannot read and write it";
+    let unknown = "access was not established";
+    for (traversable, rw, want) in [
+        (Some(false), None, searched),
+        (Some(false), Some(false), searched),
+        (None, Some(false), read_write),
+        (Some(true), Some(false), read_write),
+        (None, None, unknown),
+        (Some(true), None, unknown),
+    ] {
+        let text = reason(traversable, rw);
+        assert!(text.contains(want), "{traversable:?} {rw:?}: {text}");
+    }
+}
+
+#[test]
+fn each_code_says_why_in_a_sentence_of_its_own() {
+    let whys: BTreeSet<&str> = Code::ALL.iter().map(|code| code.why()).collect();
+    assert_eq!(whys.len(), Code::ALL.len());
+    for code in Code::ALL {
+        assert!(code.why().ends_with('.'), "{code:?}: {}", code.why());
+    }
+}
+
+#[test]
+fn an_empty_pipe_directory_variable_means_the_default_directory() {
+    let env = |pipe: Option<&str>| sharing_policy::EnvFacts {
+        cuda_visible_devices: None,
+        cuda_device_order: None,
+        cuda_mps_pipe_directory: pipe.map(OsText::from),
+        cuda_mps_log_directory: None,
+    };
+    for unset_or_empty in [None, Some("")] {
+        let env = env(unset_or_empty);
+        assert_eq!(
+            env.effective_pipe_directory(),
+            OsText::from(sharing_policy::DEFAULT_PIPE_DIRECTORY)
+        );
+        assert_eq!(
+            env.control_pipe_path(),
+            OsText::from("/tmp/nvidia-mps/control")
+        );
+    }
+    assert_eq!(
+        env(Some("/run/mps")).control_pipe_path(),
+        OsText::from("/run/mps/control")
+    );
+}

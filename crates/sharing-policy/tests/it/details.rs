@@ -219,3 +219,36 @@ fn an_empty_pipe_directory_variable_means_the_default_directory() {
         OsText::from("/run/mps/control")
     );
 }
+
+#[test]
+fn an_index_out_of_range_says_why_the_list_is_short() {
+    let mut facts = healthy();
+    facts.env.cuda_visible_devices = Some(OsText::from("0,5,1"));
+    let text = message(&mps("cuda:1", Some("cuda:0")), &facts);
+    assert!(
+        text.contains("1 GPU is visible with CUDA_VISIBLE_DEVICES='0,5,1': CUDA_VISIBLE_DEVICES entry 2 (\"5\")"),
+        "{text}"
+    );
+}
+
+#[test]
+fn backend_names_compare_as_the_seed_lowercases_them() {
+    let facts = healthy();
+    let backend = |name: &str, supported: &str| {
+        let mut request = mps("cuda:0", Some("cuda:0"));
+        request.backend = name.to_owned();
+        request.supported_backends = vec![supported.to_owned()];
+        validate(&request, &facts)
+            .err()
+            .map(|rejection| rejection.code())
+    };
+    assert_eq!(backend(" MJWarp ", "mjwarp"), None);
+    // Python's `str.lower()` maps KELVIN SIGN (U+212A) to `k`; ASCII-only folding does not.
+    assert_eq!(backend("\u{212A}elvin", "kelvin"), None);
+    assert_eq!(backend("Kelvin", "\u{212A}ELVIN"), None);
+    // A non-ASCII name that lowercases to something else is not supported.
+    assert_eq!(
+        backend("mjw\u{e4}rp", "mjwarp"),
+        Some(Code::UnsupportedBackend)
+    );
+}

@@ -121,20 +121,19 @@ impl GpuTable {
     /// columns, a bad index, UUID or bus id), a repeated index or UUID, or indices that are
     /// not `0..n`. One bad row makes the whole table unavailable.
     pub fn parse(stdout: &str) -> Result<Self, TableError> {
-        let mut rows: Vec<(usize, GpuRow)> = Vec::new();
-        for (number, text) in stdout.lines().enumerate() {
-            if text.trim().is_empty() {
-                continue;
-            }
-            let line = number + 1;
+        let mut rows = Vec::new();
+        for (line, text) in row_lines(stdout) {
             let row = parse_row(text).map_err(|problem| TableError::Malformed {
                 line,
                 text: text.to_owned(),
                 problem,
             })?;
-            rows.push((line, row));
+            rows.push(row);
         }
-        Self::check(rows)
+        // Line numbers are needed only for an error: found again then, not kept per row.
+        Self::check(rows, |i| {
+            row_lines(stdout).nth(i).map_or(0, |(line, _)| line)
+        })
     }
 
     /// Builds a table from rows (fixtures, a recorded snapshot), with the same checks as
@@ -144,8 +143,7 @@ impl GpuTable {
     /// # Errors
     /// As [`Self::parse`].
     pub fn from_rows(rows: Vec<GpuRow>) -> Result<Self, TableError> {
-        let mut numbered = Vec::with_capacity(rows.len());
-        for (i, row) in rows.into_iter().enumerate() {
+        for (i, row) in rows.iter().enumerate() {
             let line = i + 1;
             let fields = check_name(&row.name).and_then(|()| check_bus_id(&row.pci_bus_id));
             if let Err(problem) = fields {
@@ -159,29 +157,30 @@ impl GpuTable {
                     problem,
                 });
             }
-            numbered.push((line, row));
         }
-        Self::check(numbered)
+        Self::check(rows, |i| i + 1)
     }
 
-    fn check(mut rows: Vec<(usize, GpuRow)>) -> Result<Self, TableError> {
+    /// The checks common to [`Self::parse`] and [`Self::from_rows`]; `line(i)` is the line
+    /// number of `rows[i]`, for errors.
+    fn check(mut rows: Vec<GpuRow>, line: impl Fn(usize) -> usize) -> Result<Self, TableError> {
         if rows.is_empty() {
             return Err(TableError::NoRows);
         }
-        for (i, (line, row)) in rows.iter().enumerate() {
-            for (first_line, earlier) in rows.iter().take(i) {
+        for (i, row) in rows.iter().enumerate() {
+            for (first, earlier) in rows.iter().take(i).enumerate() {
                 if earlier.index == row.index {
                     return Err(TableError::DuplicateIndex {
                         index: row.index,
-                        first_line: *first_line,
-                        line: *line,
+                        first_line: line(first),
+                        line: line(i),
                     });
                 }
                 if earlier.uuid == row.uuid {
                     return Err(TableError::DuplicateUuid {
                         uuid: row.uuid,
-                        first_line: *first_line,
-                        line: *line,
+                        first_line: line(first),
+                        line: line(i),
                     });
                 }
             }
@@ -189,14 +188,12 @@ impl GpuTable {
         let gpus = rows.len();
         if let Some(missing) = (0..)
             .take(gpus)
-            .find(|i| !rows.iter().any(|(_, row)| row.index == *i))
+            .find(|i| !rows.iter().any(|row| row.index == *i))
         {
             return Err(TableError::IndexGap { gpus, missing });
         }
-        rows.sort_by_key(|(_, row)| row.index);
-        Ok(Self {
-            rows: rows.into_iter().map(|(_, row)| row).collect(),
-        })
+        rows.sort_by_key(|row| row.index);
+        Ok(Self { rows })
     }
 
     /// The GPUs, by index: `rows()[i].index == i`.
@@ -255,6 +252,15 @@ impl fmt::Display for GpuRow {
             self.index, self.uuid, self.name, self.pci_bus_id
         )
     }
+}
+
+/// The non-blank lines of `stdout` with their line numbers (from 1): the lines that must be rows.
+fn row_lines(stdout: &str) -> impl Iterator<Item = (usize, &str)> {
+    stdout
+        .lines()
+        .enumerate()
+        .filter(|(_, text)| !text.trim().is_empty())
+        .map(|(number, text)| (number + 1, text))
 }
 
 fn parse_row(text: &str) -> Result<GpuRow, String> {

@@ -159,10 +159,10 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
         daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
     }
 
-    let configured = Some("mps".to_owned());
+    let (pipe_directory, control_pipe, control_pipe_kind) = PipeEvidence::fields(pipe);
     let evidence = Evidence {
-        configured: configured.clone(),
-        effective: configured,
+        configured: Some("mps".to_owned()),
+        effective: Some("mps".to_owned()),
         validated: findings.is_empty(),
         rank: request.rank,
         world_size: request.world_size,
@@ -175,9 +175,9 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
             .cuda_mps_pipe_directory
             .as_ref()
             .map(crate::OsText::to_string_lossy),
-        pipe_directory: pipe.as_ref().map(|p| p.directory.clone()),
-        control_pipe: pipe.as_ref().map(|p| p.path.clone()),
-        control_pipe_kind: pipe.map(|p| p.kind.to_owned()),
+        pipe_directory,
+        control_pipe,
+        control_pipe_kind,
         server_pid,
         ambient_server: false,
         daemon_pid,
@@ -412,6 +412,20 @@ struct PipeEvidence {
     kind: &'static str,
 }
 
+impl PipeEvidence {
+    /// The evidence's `pipe_directory`, `control_pipe` and `control_pipe_kind`, moved out.
+    fn fields(pipe: Option<Self>) -> (Option<String>, Option<String>, Option<String>) {
+        match pipe {
+            Some(Self {
+                directory,
+                path,
+                kind,
+            }) => (Some(directory), Some(path), Some(kind.to_owned())),
+            None => (None, None, None),
+        }
+    }
+}
+
 fn inconsistent(what: String) -> Finding {
     Finding::new(
         Code::InconsistentSnapshot,
@@ -476,8 +490,14 @@ fn check_pipe(
         ));
         return None;
     };
-    let path_raw = crate::facts::join(directory_raw, crate::CONTROL_PIPE_NAME);
-    let path = path_raw.as_str().unwrap_or_default().to_owned();
+    // `facts::join` on a UTF-8 directory, built as text once.
+    let name = crate::CONTROL_PIPE_NAME;
+    let mut path = String::with_capacity(directory.len() + 1 + name.len());
+    path.push_str(directory);
+    if !path.ends_with('/') {
+        path.push('/');
+    }
+    path.push_str(name);
     let start = || {
         let pin = pin.map(|uuid| uuid.to_string());
         start::render(
@@ -498,7 +518,8 @@ fn check_pipe(
         ));
         return None;
     };
-    if pipe.directory != *directory_raw || pipe.path != path_raw {
+    let same_path = matches!(&pipe.path, OsText::Text(recorded) if *recorded == path);
+    if pipe.directory != *directory_raw || !same_path {
         findings.push(inconsistent(format!(
             "its control pipe record is for {}, but the effective control pipe is {}",
             repr(&pipe.path.to_string_lossy()),

@@ -146,6 +146,29 @@ fn malformed_output_is_no_table() {
 }
 
 #[test]
+fn repeats_name_their_output_lines_past_blank_ones() {
+    let a = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:17:00.0";
+    let b = "1, GPU-8932aaaa-1111-2222-3333-444455556666, NVIDIA H100 80GB HBM3, 00000000:65:00.0";
+    let c = "1, GPU-5a88edbe-90c4-2449-8c43-70c57591cca1, NVIDIA H100 80GB HBM3, 00000000:66:00.0";
+    assert_eq!(
+        GpuTable::parse(&format!("\n{a}\n  \n{b}\n\n{c}\n")),
+        Err(TableError::DuplicateIndex {
+            index: 1,
+            first_line: 4,
+            line: 6
+        })
+    );
+    assert!(matches!(
+        GpuTable::parse(&format!("{b}\n\n\n{a}\n{}\n", a.replacen('0', "2", 1))),
+        Err(TableError::DuplicateUuid {
+            first_line: 4,
+            line: 5,
+            ..
+        })
+    ));
+}
+
+#[test]
 fn from_rows_checks_like_parse() {
     let uuid = GpuUuid::parse("GPU-8932f937-d72c-4106-c12f-20bd9faed9f6").unwrap();
     let row = |index| GpuRow {

@@ -264,17 +264,20 @@ fn row_lines(stdout: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 fn parse_row(text: &str) -> Result<GpuRow, String> {
-    let mut fields = text.split(',').map(str::trim);
-    let (first, second, third) = (fields.next(), fields.next(), fields.next());
-    if first.is_some_and(|first| first.eq_ignore_ascii_case("index")) {
+    // One pass: index and UUID up to the first two commas; the name up to the last comma
+    // (it may hold commas itself); the PCI bus id after it.
+    let mut parts = text.splitn(3, ',');
+    let first = parts.next().unwrap_or_default().trim();
+    if first.eq_ignore_ascii_case("index") {
         return Err(
             "is a header; pass `--format=csv,noheader` so only GPU rows are printed".to_owned(),
         );
     }
-    // At least TABLE_COLUMNS.len() (4) fields: a third, and a last one after it.
-    let (Some(index), Some(uuid), Some(_), Some(pci_bus_id)) =
-        (first, second, third, fields.next_back())
-    else {
+    // At least TABLE_COLUMNS.len() (4) fields: a comma after the second one.
+    let (Some(uuid), Some((name, pci_bus_id))) = (
+        parts.next(),
+        parts.next().and_then(|rest| rest.rsplit_once(',')),
+    ) else {
         let count = text.split(',').count();
         let fields = if count == 1 {
             "1 field".to_owned()
@@ -287,7 +290,8 @@ fn parse_row(text: &str) -> Result<GpuRow, String> {
             TABLE_COLUMNS.join(", ")
         ));
     };
-    let index = parse_index(index)?;
+    let (uuid, name, pci_bus_id) = (uuid.trim(), name.trim(), pci_bus_id.trim());
+    let index = parse_index(first)?;
     let uuid = if uuid.starts_with("GPU-") {
         GpuUuid::parse(uuid).map_err(|e| format!("has a bad uuid field: {e}"))?
     } else {
@@ -296,18 +300,11 @@ fn parse_row(text: &str) -> Result<GpuRow, String> {
         ));
     };
     check_bus_id(pci_bus_id)?;
-    // The name is the text between the second and the last comma, as printed.
-    let name = text
-        .splitn(3, ',')
-        .nth(2)
-        .and_then(|rest| rest.rsplit_once(','))
-        .map_or("", |(name, _)| name.trim())
-        .to_owned();
-    check_name(&name)?;
+    check_name(name)?;
     Ok(GpuRow {
         index,
         uuid,
-        name,
+        name: name.to_owned(),
         pci_bus_id: pci_bus_id.to_owned(),
     })
 }

@@ -330,17 +330,21 @@ fn parse_index(field: &str) -> Result<u32, String> {
 
 /// `domain:bus:device.function`, hex: 4 or 8 domain digits, then 2, 2 and 1.
 fn check_bus_id(field: &str) -> Result<(), String> {
-    let hex = |s: &str, lens: &[usize]| {
-        lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
-    };
-    let mut parts = field.split(':');
-    let ok = match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(domain), Some(bus), Some(rest), None) => match rest.split_once('.') {
-            Some((device, function)) => {
-                hex(domain, &[4, 8]) && hex(bus, &[2]) && hex(device, &[2]) && hex(function, &[1])
-            }
-            None => false,
-        },
+    // Hex digits hold no `:` or `.`, so the field is the domain and then exactly
+    // `:BB:DD.F`: checked byte by byte, without splitting.
+    let bytes = field.as_bytes();
+    let ok = match bytes
+        .len()
+        .checked_sub(8)
+        .and_then(|at| bytes.split_at_checked(at))
+    {
+        Some((domain, [b':', bus1, bus2, b':', dev1, dev2, b'.', function])) => {
+            matches!(domain.len(), 4 | 8)
+                && domain.iter().all(u8::is_ascii_hexdigit)
+                && [bus1, bus2, dev1, dev2, function]
+                    .into_iter()
+                    .all(u8::is_ascii_hexdigit)
+        }
         _ => false,
     };
     if ok {
@@ -349,5 +353,70 @@ fn check_bus_id(field: &str) -> Result<(), String> {
         Err(format!(
             "has {field:?} in the pci.bus_id field, which is not a PCI bus id like 00000000:17:00.0"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The split-based check that `check_bus_id` replaced, kept as its reference.
+    fn reference(field: &str) -> bool {
+        let hex = |s: &str, lens: &[usize]| {
+            lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+        };
+        let mut parts = field.split(':');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some(domain), Some(bus), Some(rest), None) => match rest.split_once('.') {
+                Some((device, function)) => {
+                    hex(domain, &[4, 8])
+                        && hex(bus, &[2])
+                        && hex(device, &[2])
+                        && hex(function, &[1])
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn bus_id_check_agrees_with_splitting() {
+        const ALPHABET: [char; 6] = ['0', 'F', 'g', ':', '.', 'é'];
+        let mut fields = vec![String::new()];
+        // Every string of up to 6 characters over the alphabet...
+        let mut last = vec![String::new()];
+        for _ in 0..6 {
+            last = last
+                .iter()
+                .flat_map(|s| ALPHABET.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            fields.extend(last.iter().cloned());
+        }
+        // ...and every one-character change, insertion and deletion of valid ids.
+        for valid in ["0000:17:00.0", "00000000:2A:0f.7"] {
+            let chars: Vec<char> = valid.chars().collect();
+            for at in 0..=chars.len() {
+                let (head, tail) = chars.split_at(at);
+                let (head, tail): (String, String) = (head.iter().collect(), tail.iter().collect());
+                fields.push(format!(
+                    "{head}{}",
+                    tail.chars().skip(1).collect::<String>()
+                ));
+                for c in ALPHABET {
+                    fields.push(format!("{head}{c}{tail}"));
+                    fields.push(format!(
+                        "{head}{c}{}",
+                        tail.chars().skip(1).collect::<String>()
+                    ));
+                }
+            }
+        }
+        let mut accepted = 0;
+        for field in &fields {
+            assert_eq!(check_bus_id(field).is_ok(), reference(field), "{field:?}");
+            accepted += usize::from(reference(field));
+        }
+        assert!(accepted > 10, "only {accepted} valid ids were tried");
     }
 }

@@ -163,8 +163,8 @@ impl ProcessRunner {
             Ok(program) => program,
             Err(error) => return QueryOutcome::SpawnFailed { error },
         };
-        let mut child = match spawn(&program, query) {
-            Ok(child) => child,
+        let (mut child, stdin, input) = match spawn(&program, query) {
+            Ok(spawned) => spawned,
             Err(error) => {
                 return QueryOutcome::SpawnFailed {
                     error: error.to_string(),
@@ -173,19 +173,11 @@ impl ProcessRunner {
         };
         let deadline = started + query.timeout;
         let mut io = ChildIo {
-            stdin: child.stdin.take().map(OwnedFd::from),
-            input: query.stdin.as_bytes(),
+            stdin,
+            input,
             stdout: Output::new(child.stdout.take().map(OwnedFd::from), self.stdout_cap),
             stderr: Output::new(child.stderr.take().map(OwnedFd::from), self.stderr_cap),
         };
-        if io.input.is_empty()
-            || io
-                .stdin
-                .as_ref()
-                .is_some_and(|stdin| rustix::io::ioctl_fionbio(stdin, true).is_err())
-        {
-            io.stdin = None;
-        }
         let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
         // Readable once the child has exited (Linux 5.3 and later); without it, exits are
         // noticed by polling every few milliseconds.
@@ -253,11 +245,39 @@ fn is_executable_file(path: &Path) -> bool {
     clippy::disallowed_methods,
     reason = "the one place mps-host spawns a process (ARCHITECTURE.md); every run is bounded"
 )]
-fn spawn(program: &Path, query: &Query) -> std::io::Result<Child> {
+fn spawn<'a>(
+    program: &Path,
+    query: &'a Query,
+) -> std::io::Result<(Child, Option<OwnedFd>, &'a [u8])> {
+    // Standard input is written into its pipe before the child exists, as far as the pipe takes
+    // it (64 KiB on Linux; all of `probe`'s input), so the child never waits for this thread to
+    // be scheduled again after the spawn; the rest, if any, is written by `ChildIo::pump`.
+    let (reader, writer) = std::io::pipe()?;
+    let mut stdin = Some(OwnedFd::from(writer));
+    let mut input = query.stdin.as_bytes();
+    if stdin
+        .as_ref()
+        .is_some_and(|stdin| rustix::io::ioctl_fionbio(stdin, true).is_err())
+    {
+        stdin = None;
+    }
+    while let Some(pipe) = &stdin
+        && !input.is_empty()
+    {
+        match rustix::io::write(pipe, input) {
+            Ok(written) => input = input.get(written..).unwrap_or_default(),
+            Err(Errno::INTR) => {}
+            Err(_) => break,
+        }
+    }
+    if input.is_empty() {
+        // All written (or nothing to write): closing now gives the child end of file.
+        stdin = None;
+    }
     let mut command = Command::new(program);
     command
         .args(&query.args)
-        .stdin(Stdio::piped())
+        .stdin(Stdio::from(reader))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -277,7 +297,9 @@ fn spawn(program: &Path, query: &Query) -> std::io::Result<Child> {
                 retries += 1;
                 thread::sleep(Duration::from_millis(10));
             }
-            other => return other,
+            // `command`, and with it this process's copy of the read end, is dropped on return:
+            // once the child is gone, writing what is left fails (`EPIPE`) as before.
+            other => return other.map(|child| (child, stdin, input)),
         }
     }
 }

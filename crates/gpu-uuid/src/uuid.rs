@@ -315,12 +315,16 @@ impl GpuUuid {
     /// ```
     pub fn canonical_token(&self) -> String {
         const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-        let mut token = String::with_capacity(32);
-        for byte in &self.0 {
-            token.push(char::from(hex_digit(DIGITS, byte >> 4)));
-            token.push(char::from(hex_digit(DIGITS, *byte)));
+        let mut token = [0; 32];
+        for (pair, byte) in token.chunks_exact_mut(2).zip(&self.0) {
+            for (slot, nibble) in pair.iter_mut().zip([byte >> 4, *byte]) {
+                *slot = hex_digit(DIGITS, nibble);
+            }
         }
-        token
+        // Hex digits are ASCII: never the empty fallback.
+        std::str::from_utf8(&token)
+            .map(str::to_owned)
+            .unwrap_or_default()
     }
 }
 

@@ -166,8 +166,8 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
         validated: findings.is_empty(),
         rank: request.rank,
         world_size: request.world_size,
-        learner_device: learner_index.map(|i| format!("cuda:{i}")),
-        collector_device: collector_index.map(|i| format!("cuda:{i}")),
+        learner_device: learner_index.map(cuda_device),
+        collector_device: collector_index.map(cuda_device),
         learner_gpu_uuid: identity.learner.map(|u| u.canonical_token()),
         collector_gpu_uuid: identity.collector.map(|u| u.canonical_token()),
         pipe_directory_env: facts
@@ -183,6 +183,18 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
         daemon_pid,
     };
     Assessment { findings, evidence }
+}
+
+/// `cuda:<index>`, for the evidence; the usual one-digit indices without `format!`.
+fn cuda_device(index: u32) -> String {
+    const ONE_DIGIT: [&str; 10] = [
+        "cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:4", "cuda:5", "cuda:6", "cuda:7", "cuda:8",
+        "cuda:9",
+    ];
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| ONE_DIGIT.get(i))
+        .map_or_else(|| format!("cuda:{index}"), |device| (*device).to_owned())
 }
 
 fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
@@ -695,4 +707,16 @@ fn check_daemon(
         fix,
     ));
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_device_writes_any_index() {
+        for index in [0, 1, 7, 9, 10, 42, 100, u32::MAX] {
+            assert_eq!(cuda_device(index), format!("cuda:{index}"));
+        }
+    }
 }

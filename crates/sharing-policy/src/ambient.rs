@@ -56,14 +56,14 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         .as_deref()
         .and_then(|d| parse_cuda_index(d).ok());
 
-    let directory = env.effective_pipe_directory();
-    let path = env.control_pipe_path();
+    let directory = env.pipe_directory();
+    let path = crate::facts::join(&directory, crate::CONTROL_PIPE_NAME);
     evidence.pipe_directory = Some(directory.to_string_lossy());
     evidence.control_pipe = Some(path.to_string_lossy());
     evidence.control_pipe_kind = facts
         .control_pipe
         .as_ref()
-        .filter(|pipe| pipe.directory == directory && pipe.path == path)
+        .filter(|pipe| pipe.directory == *directory && pipe.path == path)
         .and_then(|pipe| match pipe.stat.kind {
             FileKind::Socket => Some("unix_socket".to_owned()),
             FileKind::Fifo => Some("fifo".to_owned()),

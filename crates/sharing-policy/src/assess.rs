@@ -153,7 +153,7 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
     let mut daemon_pid = None;
     if schema_ok {
         identity = check_identity(facts, learner_index, collector_index, &mut findings);
-        let (pin, directory) = (identity.pin(), facts.env.effective_pipe_directory());
+        let (pin, directory) = (identity.pin(), facts.env.pipe_directory());
         pipe = check_pipe(facts, &directory, pin, &mut findings);
         server_pid = check_daemon(facts, &directory, pin, &mut findings);
         daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());

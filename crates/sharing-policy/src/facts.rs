@@ -1,6 +1,7 @@
 //! The host-facts snapshot: raw observations only. Interpretation lives in the validator,
 //! so a recorded snapshot exercises the same parsers as a live probe.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -123,9 +124,14 @@ impl EnvFacts {
     /// The pipe directory CUDA would use: a non-empty `CUDA_MPS_PIPE_DIRECTORY`, else
     /// [`DEFAULT_PIPE_DIRECTORY`]. Both the probe and the validator call this, so they agree.
     pub fn effective_pipe_directory(&self) -> OsText {
+        self.pipe_directory().into_owned()
+    }
+
+    /// [`Self::effective_pipe_directory`], borrowed when the variable gives it.
+    pub(crate) fn pipe_directory(&self) -> Cow<'_, OsText> {
         match &self.cuda_mps_pipe_directory {
-            Some(dir) if !dir.as_bytes().is_empty() => dir.clone(),
-            _ => OsText::from(DEFAULT_PIPE_DIRECTORY),
+            Some(dir) if !dir.as_bytes().is_empty() => Cow::Borrowed(dir),
+            _ => Cow::Owned(OsText::from(DEFAULT_PIPE_DIRECTORY)),
         }
     }
 
@@ -133,12 +139,12 @@ impl EnvFacts {
     /// the directory already ends with one). The probe records this path in
     /// [`PipeFacts::path`]; the validator refuses a snapshot whose pipe facts name another.
     pub fn control_pipe_path(&self) -> OsText {
-        join(&self.effective_pipe_directory(), CONTROL_PIPE_NAME)
+        join(&self.pipe_directory(), CONTROL_PIPE_NAME)
     }
 
     /// `<effective pipe directory>/nvidia-cuda-mps-control.pid` (written by 550+ drivers).
     pub fn pid_file_path(&self) -> OsText {
-        join(&self.effective_pipe_directory(), PID_FILE_NAME)
+        join(&self.pipe_directory(), PID_FILE_NAME)
     }
 }
 

@@ -14,9 +14,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sharing_policy::{
-    CapturedText, HostFacts, QueryOutcome, Request, explain, parse_pid, validate,
-};
+use mps_preflight_fuzz::validate_and_explain_agree;
+use sharing_policy::{CapturedText, HostFacts, QueryOutcome, Request, parse_pid};
 
 const FIXTURE: &str = include_str!("../../fixtures/hosts/healthy-socket-with-server.json");
 
@@ -83,23 +82,9 @@ fuzz_target!(|data: &[u8]| {
     }
 
     for request in requests() {
-        let verdict = validate(request, &facts);
-        let findings = explain(request, &facts);
-        assert_eq!(
-            verdict.is_ok(),
-            findings.is_empty(),
-            "validate and explain disagree: {verdict:?} vs {findings:?}"
-        );
-        match (&verdict, findings.first()) {
-            (Err(rejection), Some(first)) => assert_eq!(rejection.code(), first.code),
-            (Ok(evidence), _) => {
-                assert!(evidence.server_pid.is_none_or(|pid| pid > 0));
-                assert!(evidence.daemon_pid.is_none_or(|pid| pid > 0));
-                if request.mode.is_some() {
-                    assert!(evidence.validated, "explicit request passed unvalidated");
-                }
-            }
-            (Err(_), None) => {}
+        if let Some(evidence) = validate_and_explain_agree(request, &facts) {
+            assert!(evidence.server_pid.is_none_or(|pid| pid > 0));
+            assert!(evidence.daemon_pid.is_none_or(|pid| pid > 0));
         }
     }
 });

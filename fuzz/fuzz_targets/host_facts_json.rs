@@ -8,7 +8,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sharing_policy::{HostFacts, Request, explain, validate};
+use mps_preflight_fuzz::validate_and_explain_agree;
+use sharing_policy::{HostFacts, Request};
 
 fn requests() -> &'static [Request] {
     static REQUESTS: OnceLock<Vec<Request>> = OnceLock::new();
@@ -40,21 +41,6 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for request in requests() {
-        let verdict = validate(request, &facts);
-        let findings = explain(request, &facts);
-        assert_eq!(
-            verdict.is_ok(),
-            findings.is_empty(),
-            "validate and explain disagree: {verdict:?} vs {findings:?}"
-        );
-        match (&verdict, findings.first()) {
-            (Err(rejection), Some(first)) => assert_eq!(rejection.code(), first.code),
-            (Ok(evidence), _) => {
-                if request.mode.is_some() {
-                    assert!(evidence.validated, "explicit request passed unvalidated");
-                }
-            }
-            (Err(_), None) => {}
-        }
+        validate_and_explain_agree(request, &facts);
     }
 });

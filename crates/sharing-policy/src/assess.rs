@@ -1,5 +1,6 @@
 //! The ordered checks of an explicit request. `validate` reports the first finding, `explain`
-//! all of them; both come from this one walk, so they cannot disagree.
+//! all of them; both come from this one walk, so they cannot disagree. `validate` stops the
+//! walk at its first finding ([`Wanted::First`]), so a rejection builds one message.
 
 use gpu_uuid::GpuUuid;
 
@@ -54,10 +55,67 @@ fn same_backend(a: &str, b: &str) -> bool {
     }
 }
 
-/// The result of walking every check.
-pub(crate) struct Assessment {
-    pub(crate) findings: Vec<Finding>,
-    pub(crate) evidence: Evidence,
+/// How many findings the caller of [`explicit`] needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    /// The first one (`validate`): the walk stops there.
+    First,
+    /// Every one (`explain`).
+    All,
+}
+
+/// The unmet prerequisites of a request: at least one.
+pub(crate) struct Unmet {
+    /// The first, in the seed's order: what `validate` rejects with.
+    pub(crate) first: Finding,
+    /// The others, in order (none when only the first was wanted).
+    pub(crate) rest: Vec<Finding>,
+}
+
+/// The findings of one walk, built only while the caller still needs them.
+struct Findings {
+    wanted: Wanted,
+    first: Option<Finding>,
+    rest: Vec<Finding>,
+}
+
+impl Findings {
+    fn new(wanted: Wanted) -> Self {
+        Self {
+            wanted,
+            first: None,
+            rest: Vec::new(),
+        }
+    }
+
+    /// Whether the caller has every finding it wants, so the rest of the walk can be skipped.
+    fn settled(&self) -> bool {
+        self.wanted == Wanted::First && self.first.is_some()
+    }
+
+    /// Records a finding; `finding` is not called when the caller has what it wants.
+    fn push(&mut self, finding: impl FnOnce() -> Finding) {
+        if self.first.is_none() {
+            self.first = Some(finding());
+        } else if self.wanted == Wanted::All {
+            self.rest.push(finding());
+        }
+    }
+
+    /// `Ok` when nothing is unmet.
+    #[expect(
+        clippy::result_large_err,
+        reason = "once per walk, and the evidence on the Ok side is larger still"
+    )]
+    fn into_unmet(self) -> Result<(), Unmet> {
+        match self.first {
+            Some(first) => Err(Unmet {
+                first,
+                rest: self.rest,
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// What the identity checks established.
@@ -79,12 +137,21 @@ impl Identity {
     }
 }
 
-/// Walks every prerequisite of an explicit request in the seed's order.
-pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
-    let mut findings = Vec::new();
+/// Walks the prerequisites of an explicit request in the seed's order: evidence when every one
+/// is proven, else the unmet ones (only the first when that is all the caller wants).
+#[expect(
+    clippy::result_large_err,
+    reason = "once per walk, and the evidence on the Ok side is larger still"
+)]
+pub(crate) fn explicit(
+    request: &Request,
+    facts: &HostFacts,
+    wanted: Wanted,
+) -> Result<Evidence, Unmet> {
+    let mut findings = Findings::new(wanted);
     let mode = request.mode.as_deref().unwrap_or_default();
     if !is_mps(mode) {
-        findings.push(Finding::new(
+        findings.push(|| Finding::new(
             Code::UnsupportedMode,
             format!(
                 "Unsupported training.cuda_process_sharing={}; expected null or 'mps'. An explicit 'mps' request never falls back to multi-context CUDA execution.",
@@ -96,7 +163,7 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
     }
     let schema_ok = facts.schema == SCHEMA;
     if !schema_ok {
-        findings.push(Finding::new(
+        findings.push(|| Finding::new(
             Code::UnsupportedSnapshotSchema,
             format!(
                 "{MPS} cannot use this host snapshot: its schema is {}, and this validator reads only {}. Capture the host again with this version of mps-preflight.",
@@ -109,7 +176,7 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
     }
     check_backend(request, &mut findings);
     if schema_ok && facts.os != "linux" {
-        findings.push(Finding::new(
+        findings.push(|| Finding::new(
             Code::UnsupportedOs,
             format!(
                 "{MPS} requires Linux; got os={}. CUDA MPS exists only on Linux: set training.cuda_process_sharing to null on this host.",
@@ -120,7 +187,7 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
         ));
     }
     if request.rank < 0 || request.world_size < 1 || request.rank >= request.world_size {
-        findings.push(Finding::new(
+        findings.push(|| Finding::new(
             Code::InvalidRank,
             format!(
                 "{MPS} requires a valid rank in [0, world_size); got rank={}, world_size={}. Pass this process's data-parallel rank and the number of ranks.",
@@ -131,15 +198,17 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
         ));
     }
     if request.collector_device.is_none() {
-        let backend = normalise_backend(&request.backend);
-        findings.push(Finding::new(
-            Code::MissingCollector,
-            format!(
-                "{MPS} requires a CUDA collector process device; the {backend} learner/collector rank-local binding did not produce one. Configure a CUDA collector device (for example cuda:0) or set training.cuda_process_sharing to null."
-            ),
-            "no collector device".to_owned(),
-            "configure a CUDA collector device, for example cuda:0".to_owned(),
-        ));
+        findings.push(|| {
+            let backend = normalise_backend(&request.backend);
+            Finding::new(
+                Code::MissingCollector,
+                format!(
+                    "{MPS} requires a CUDA collector process device; the {backend} learner/collector rank-local binding did not produce one. Configure a CUDA collector device (for example cuda:0) or set training.cuda_process_sharing to null."
+                ),
+                "no collector device".to_owned(),
+                "configure a CUDA collector device, for example cuda:0".to_owned(),
+            )
+        });
     }
     let learner_index = device_index(Role::Learner, &request.learner_device, &mut findings);
     let collector_index = request
@@ -147,29 +216,24 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
         .as_deref()
         .and_then(|device| device_index(Role::Collector, device, &mut findings));
 
-    let mut identity = Identity::default();
-    let mut pipe = None;
-    let mut server_pid = None;
-    let mut daemon_pid = None;
-    if schema_ok {
-        identity = check_identity(facts, learner_index, collector_index, &mut findings);
-        let (pin, directory) = (identity.pin(), facts.env.pipe_directory());
-        pipe = check_pipe(facts, &directory, pin, &mut findings);
-        server_pid = check_daemon(facts, &directory, pin, &mut findings);
-        daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
-    }
+    let host = if schema_ok {
+        check_host(facts, learner_index, collector_index, &mut findings)
+    } else {
+        HostChecks::default()
+    };
+    findings.into_unmet()?;
 
-    let (pipe_directory, control_pipe, control_pipe_kind) = PipeEvidence::fields(pipe);
-    let evidence = Evidence {
+    let (pipe_directory, control_pipe, control_pipe_kind) = PipeEvidence::fields(host.pipe);
+    Ok(Evidence {
         configured: Some("mps".to_owned()),
         effective: Some("mps".to_owned()),
-        validated: findings.is_empty(),
+        validated: true,
         rank: request.rank,
         world_size: request.world_size,
         learner_device: learner_index.map(cuda_device),
         collector_device: collector_index.map(cuda_device),
-        learner_gpu_uuid: identity.learner.map(|u| u.canonical_token()),
-        collector_gpu_uuid: identity.collector.map(|u| u.canonical_token()),
+        learner_gpu_uuid: host.identity.learner.map(|u| u.canonical_token()),
+        collector_gpu_uuid: host.identity.collector.map(|u| u.canonical_token()),
         pipe_directory_env: facts
             .env
             .cuda_mps_pipe_directory
@@ -178,11 +242,45 @@ pub(crate) fn explicit(request: &Request, facts: &HostFacts) -> Assessment {
         pipe_directory,
         control_pipe,
         control_pipe_kind,
-        server_pid,
+        server_pid: host.server_pid,
         ambient_server: false,
-        daemon_pid,
-    };
-    Assessment { findings, evidence }
+        daemon_pid: host.daemon_pid,
+    })
+}
+
+/// What the host checks established, for the evidence.
+#[derive(Default)]
+struct HostChecks {
+    identity: Identity,
+    pipe: Option<PipeEvidence>,
+    server_pid: Option<i64>,
+    daemon_pid: Option<i64>,
+}
+
+/// The checks of a snapshot's host facts, in order: the GPUs, the control pipe, the daemon.
+/// Each is skipped once the caller has the findings it wants.
+fn check_host(
+    facts: &HostFacts,
+    learner_index: Option<u32>,
+    collector_index: Option<u32>,
+    findings: &mut Findings,
+) -> HostChecks {
+    let mut host = HostChecks::default();
+    if findings.settled() {
+        return host;
+    }
+    host.identity = check_identity(facts, learner_index, collector_index, findings);
+    if findings.settled() {
+        return host;
+    }
+    let (pin, directory) = (host.identity.pin(), facts.env.pipe_directory());
+    host.pipe = check_pipe(facts, &directory, pin, findings);
+    if findings.settled() {
+        return host;
+    }
+    host.server_pid = check_daemon(facts, &directory, pin, findings);
+    host.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
+    host
 }
 
 /// `cuda:<index>`, for the evidence; the usual one-digit indices without `format!`.
@@ -197,7 +295,7 @@ fn cuda_device(index: u32) -> String {
         .map_or_else(|| format!("cuda:{index}"), |device| (*device).to_owned())
 }
 
-fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
+fn check_backend(request: &Request, findings: &mut Findings) {
     if request
         .supported_backends
         .iter()
@@ -205,6 +303,11 @@ fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
     {
         return;
     }
+    findings.push(|| backend_finding(request));
+}
+
+/// The finding for a backend that is not supported.
+fn backend_finding(request: &Request) -> Finding {
     let supported: Vec<String> = request
         .supported_backends
         .iter()
@@ -244,45 +347,46 @@ fn check_backend(request: &Request, findings: &mut Vec<Finding>) {
             format!("use one of the backends {list}, or set training.cuda_process_sharing to null"),
         )
     };
-    findings.push(Finding::new(
+    Finding::new(
         Code::UnsupportedBackend,
         message,
         format!("backend {}", repr(&request.backend)),
         fix,
-    ));
+    )
 }
 
-fn device_index(role: Role, device: &str, findings: &mut Vec<Finding>) -> Option<u32> {
-    let error = match parse_cuda_index(device) {
-        Ok(index) => return Some(index),
-        Err(error) => error,
-    };
+fn device_index(role: Role, device: &str, findings: &mut Findings) -> Option<u32> {
+    match parse_cuda_index(device) {
+        Ok(index) => Some(index),
+        Err(error) => {
+            findings.push(|| device_finding(role, device, error));
+            None
+        }
+    }
+}
+
+/// The finding for a device string that is not a usable CUDA device.
+fn device_finding(role: Role, device: &str, error: DeviceError) -> Finding {
     let field = format!("{}_device", role.name());
     match error {
-        DeviceError::NotCuda => {
-            findings.push(Finding::new(
-                Code::NotCudaDevice,
-                format!(
-                    "{MPS} requires CUDA learner and collector devices; got {field}={}. Use cuda or cuda:<index> for both.",
-                    repr(device)
-                ),
-                format!("{field}={}", repr(device)),
-                format!("set {field} to cuda or cuda:<index>"),
-            ));
-            None
-        }
-        DeviceError::InvalidIndex => {
-            findings.push(Finding::new(
-                Code::InvalidCudaDevice,
-                format!(
-                    "{MPS} received invalid CUDA device {} for {field}; a CUDA device is cuda or cuda:<index> with a plain decimal index.",
-                    repr(device)
-                ),
-                format!("{field}={}", repr(device)),
-                format!("set {field} to cuda:<decimal index>, for example cuda:0"),
-            ));
-            None
-        }
+        DeviceError::NotCuda => Finding::new(
+            Code::NotCudaDevice,
+            format!(
+                "{MPS} requires CUDA learner and collector devices; got {field}={}. Use cuda or cuda:<index> for both.",
+                repr(device)
+            ),
+            format!("{field}={}", repr(device)),
+            format!("set {field} to cuda or cuda:<index>"),
+        ),
+        DeviceError::InvalidIndex => Finding::new(
+            Code::InvalidCudaDevice,
+            format!(
+                "{MPS} received invalid CUDA device {} for {field}; a CUDA device is cuda or cuda:<index> with a plain decimal index.",
+                repr(device)
+            ),
+            format!("{field}={}", repr(device)),
+            format!("set {field} to cuda:<decimal index>, for example cuda:0"),
+        ),
     }
 }
 
@@ -293,7 +397,7 @@ fn check_identity(
     facts: &HostFacts,
     learner_index: Option<u32>,
     collector_index: Option<u32>,
-    findings: &mut Vec<Finding>,
+    findings: &mut Findings,
 ) -> Identity {
     let table = gpu::host_table(facts.gpu_query.as_ref());
     let visible = gpu::visible(&facts.env, &table);
@@ -304,7 +408,7 @@ fn check_identity(
         match &facts.learner_uuid {
             Some(supplied) => match GpuUuid::parse(supplied) {
                 Ok(uuid) => identity.learner = Some(uuid),
-                Err(err) => findings.push(Finding::new(
+                Err(err) => findings.push(|| Finding::new(
                     Code::LearnerUuidUnresolved,
                     format!(
                         "{SHARING} could not resolve the learner CUDA device UUID: the supplied learner UUID {} is not a GPU UUID ({err}). Pass the UUID the learner's CUDA runtime reports (GPU-…), or none to resolve it from CUDA_VISIBLE_DEVICES.",
@@ -317,7 +421,7 @@ fn check_identity(
             None => match resolve(index) {
                 Ok(uuid) => identity.learner = Some(uuid),
                 Err(failure) => {
-                    findings.push(gpu_finding(Role::Learner, index, &failure));
+                    findings.push(|| gpu_finding(Role::Learner, index, &failure));
                     learner_failure = Some(failure);
                 }
             },
@@ -333,7 +437,7 @@ fn check_identity(
                 let same_cause = learner_failure.as_ref() == Some(&failure)
                     && !matches!(failure, Failure::OutOfRange(_));
                 if !same_cause {
-                    findings.push(gpu_finding(Role::Collector, index, &failure));
+                    findings.push(|| gpu_finding(Role::Collector, index, &failure));
                 }
             }
         }
@@ -341,19 +445,26 @@ fn check_identity(
     if let (Some(learner), Some(collector)) = (identity.learner, identity.collector)
         && learner != collector
     {
-        let (l, c) = (learner.canonical_token(), collector.canonical_token());
-        findings.push(Finding::new(
-            Code::DifferentGpus,
-            format!(
-                "{MPS} requires the learner and collector to share one physical GPU. Resolved UUIDs: learner={}, collector={}. Give both processes the same GPU, ideally as CUDA_VISIBLE_DEVICES={learner}.",
-                repr(&l),
-                repr(&c)
-            ),
-            format!("learner={learner}, collector={collector}"),
-            format!("run both processes on one GPU, e.g. with CUDA_VISIBLE_DEVICES={learner} and device cuda:0"),
-        ));
+        findings.push(|| different_gpus(learner, collector));
     }
     identity
+}
+
+/// The finding for two devices that resolve to two physical GPUs.
+fn different_gpus(learner: GpuUuid, collector: GpuUuid) -> Finding {
+    let (l, c) = (learner.canonical_token(), collector.canonical_token());
+    Finding::new(
+        Code::DifferentGpus,
+        format!(
+            "{MPS} requires the learner and collector to share one physical GPU. Resolved UUIDs: learner={}, collector={}. Give both processes the same GPU, ideally as CUDA_VISIBLE_DEVICES={learner}.",
+            repr(&l),
+            repr(&c)
+        ),
+        format!("learner={learner}, collector={collector}"),
+        format!(
+            "run both processes on one GPU, e.g. with CUDA_VISIBLE_DEVICES={learner} and device cuda:0"
+        ),
+    )
 }
 
 /// `text` without a trailing period, so it can be followed by ". ".
@@ -481,25 +592,31 @@ fn describe_owner(pipe: &PipeFacts) -> String {
     format!("mode {mode}, owner uid {owner}, probing uid {user}")
 }
 
+/// The finding for a pipe directory that is not UTF-8.
+fn non_utf8_directory(directory_raw: &OsText) -> Finding {
+    let lossy = directory_raw.to_string_lossy();
+    Finding::new(
+        Code::NonUtf8PipeDirectory,
+        format!(
+            "{MPS} cannot use CUDA_MPS_PIPE_DIRECTORY={}: it is not valid UTF-8. Use a UTF-8 path for the daemon's pipe directory.",
+            repr(&lossy)
+        ),
+        format!("CUDA_MPS_PIPE_DIRECTORY={}", repr(&lossy)),
+        "export CUDA_MPS_PIPE_DIRECTORY=<a UTF-8 path> for the daemon and both processes"
+            .to_owned(),
+    )
+}
+
 /// The control pipe: path length (deliberate change 5), presence, kind, access.
 fn check_pipe(
     facts: &HostFacts,
     directory_raw: &OsText,
     pin: Option<GpuUuid>,
-    findings: &mut Vec<Finding>,
+    findings: &mut Findings,
 ) -> Option<PipeEvidence> {
     let env = &facts.env;
     let Some(directory) = directory_raw.as_str() else {
-        let lossy = directory_raw.to_string_lossy();
-        findings.push(Finding::new(
-            Code::NonUtf8PipeDirectory,
-            format!(
-                "{MPS} cannot use CUDA_MPS_PIPE_DIRECTORY={}: it is not valid UTF-8. Use a UTF-8 path for the daemon's pipe directory.",
-                repr(&lossy)
-            ),
-            format!("CUDA_MPS_PIPE_DIRECTORY={}", repr(&lossy)),
-            "export CUDA_MPS_PIPE_DIRECTORY=<a UTF-8 path> for the daemon and both processes".to_owned(),
-        ));
+        findings.push(|| non_utf8_directory(directory_raw));
         return None;
     };
     // `facts::join` on a UTF-8 directory, built as text once.
@@ -519,28 +636,32 @@ fn check_pipe(
         )
     };
     let Some(pipe) = &facts.control_pipe else {
-        findings.push(Finding::new(
-            Code::ControlPipeMissing,
-            format!(
-                "{MPS} found no control pipe at {path}: the snapshot holds no observation of it. Capture the host again, or start a control daemon with: {}",
-                start()
-            ),
-            "the control pipe was not observed".to_owned(),
-            start(),
-        ));
+        findings.push(|| {
+            let start = start();
+            Finding::new(
+                Code::ControlPipeMissing,
+                format!(
+                    "{MPS} found no control pipe at {path}: the snapshot holds no observation of it. Capture the host again, or start a control daemon with: {start}"
+                ),
+                "the control pipe was not observed".to_owned(),
+                start,
+            )
+        });
         return None;
     };
     let same_path = matches!(&pipe.path, OsText::Text(recorded) if *recorded == path);
     if pipe.directory != *directory_raw || !same_path {
-        findings.push(inconsistent(format!(
-            "its control pipe record is for {}, but the effective control pipe is {}",
-            repr(&pipe.path.to_string_lossy()),
-            repr(&path)
-        )));
+        findings.push(|| {
+            inconsistent(format!(
+                "its control pipe record is for {}, but the effective control pipe is {}",
+                repr(&pipe.path.to_string_lossy()),
+                repr(&path)
+            ))
+        });
         return None;
     }
     if path.len() > MAX_SOCKET_PATH {
-        findings.push(Finding::new(
+        findings.push(|| Finding::new(
             Code::ControlPathTooLong,
             format!(
                 "{MPS} cannot use control pipe {path}: the path is {} bytes, longer than a Unix socket path allows ({MAX_SOCKET_PATH} bytes), so no daemon can listen there. Use a shorter CUDA_MPS_PIPE_DIRECTORY (for example /tmp/nvidia-mps).",
@@ -549,6 +670,9 @@ fn check_pipe(
             format!("a {}-byte control path", path.len()),
             "export CUDA_MPS_PIPE_DIRECTORY=<a directory whose control path fits in 107 bytes> for the daemon and both processes".to_owned(),
         ));
+        if findings.settled() {
+            return None;
+        }
     }
     match examine(pipe, &path, &start) {
         Ok(kind) => Some(PipeEvidence {
@@ -557,7 +681,7 @@ fn check_pipe(
             kind,
         }),
         Err(finding) => {
-            findings.push(finding);
+            findings.push(|| finding);
             None
         }
     }
@@ -577,14 +701,14 @@ fn examine(
             } else {
                 ""
             };
+            let start = start();
             return Err(Finding::new(
                 Code::ControlPipeMissing,
                 format!(
-                    "{MPS} found no control pipe at {path}{dangling}. Start a control daemon with: {}",
-                    start()
+                    "{MPS} found no control pipe at {path}{dangling}. Start a control daemon with: {start}"
                 ),
                 format!("nothing at {path}{dangling}"),
-                start(),
+                start,
             ));
         }
         (FileKind::Unknown, _) | (_, FileKind::Unknown) => {
@@ -603,15 +727,15 @@ fn examine(
         (_, FileKind::Socket) => "unix_socket",
         (_, FileKind::Fifo) => "fifo",
         (_, other) => {
+            let start = start();
             return Err(Finding::new(
                 Code::NotAControlPipe,
                 format!(
-                    "{MPS} requires a live control socket or FIFO at {path}; that path is not a daemon control pipe (it is {}). Move it aside and start a control daemon with: {}",
+                    "{MPS} requires a live control socket or FIFO at {path}; that path is not a daemon control pipe (it is {}). Move it aside and start a control daemon with: {start}",
                     describe_kind(other),
-                    start()
                 ),
                 format!("{path} is {}", describe_kind(other)),
-                format!("move {} aside, then: {}", crate::shell_quote(path), start()),
+                format!("move {} aside, then: {start}", crate::shell_quote(path)),
             ));
         }
     };
@@ -652,7 +776,7 @@ fn check_daemon(
     facts: &HostFacts,
     directory: &OsText,
     pin: Option<GpuUuid>,
-    findings: &mut Vec<Finding>,
+    findings: &mut Findings,
 ) -> Option<i64> {
     let env = &facts.env;
     let status = daemon::status(facts.daemon_query.as_ref(), directory.as_bytes());
@@ -671,7 +795,7 @@ fn check_daemon(
     let (code, reason, fix) = match status {
         DaemonStatus::Live { server_pid } => return server_pid,
         DaemonStatus::NotTheProbe(why) => {
-            findings.push(inconsistent(why));
+            findings.push(|| inconsistent(why));
             return None;
         }
         DaemonStatus::NotQueried => (Code::DaemonUnreachable, "the snapshot holds no daemon query".to_owned(), verify),
@@ -697,15 +821,17 @@ fn check_daemon(
             ),
         ),
     };
-    findings.push(Finding::new(
-        code,
-        format!(
-            "{MPS} could not reach the control daemon through {path}: {}. {fix}",
-            clause(&reason)
-        ),
-        reason,
-        fix,
-    ));
+    findings.push(|| {
+        Finding::new(
+            code,
+            format!(
+                "{MPS} could not reach the control daemon through {path}: {}. {fix}",
+                clause(&reason)
+            ),
+            reason,
+            fix,
+        )
+    });
     None
 }
 

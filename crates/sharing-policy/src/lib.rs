@@ -109,6 +109,7 @@ mod request;
 mod start;
 mod text;
 
+use assess::{Unmet, Wanted};
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, ReadOnlyCommand, probe_stdin};
 pub use evidence::Evidence;
@@ -169,11 +170,7 @@ pub fn validate(request: &Request, facts: &HostFacts) -> Result<Evidence, Reject
     if request.mode.is_none() {
         return Ok(ambient::evidence(request, facts));
     }
-    let assessment = assess::explicit(request, facts);
-    match assessment.findings.into_iter().next() {
-        Some(first) => Err(first.into()),
-        None => Ok(assessment.evidence),
-    }
+    assess::explicit(request, facts, Wanted::First).map_err(|unmet| unmet.first.into())
 }
 
 /// Every unmet prerequisite of the request, in the order [`validate`] checks them (its first
@@ -184,5 +181,8 @@ pub fn explain(request: &Request, facts: &HostFacts) -> Vec<Finding> {
     if request.mode.is_none() {
         return Vec::new();
     }
-    assess::explicit(request, facts).findings
+    match assess::explicit(request, facts, Wanted::All) {
+        Ok(_) => Vec::new(),
+        Err(Unmet { first, rest }) => std::iter::once(first).chain(rest).collect(),
+    }
 }

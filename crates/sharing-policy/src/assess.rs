@@ -2,6 +2,8 @@
 //! all of them; both come from this one walk, so they cannot disagree. `validate` stops the
 //! walk at its first finding ([`Wanted::First`]), so a rejection builds one message.
 
+use std::fmt::Write as _;
+
 use gpu_uuid::GpuUuid;
 
 use crate::daemon::{self, DaemonStatus};
@@ -607,6 +609,25 @@ fn non_utf8_directory(directory_raw: &OsText) -> Finding {
     )
 }
 
+/// `GPU-…`, written into a buffer of the right size (`to_string` grows one step by step).
+fn display_uuid(uuid: GpuUuid) -> String {
+    let mut text = String::with_capacity(40);
+    let _ = write!(text, "{uuid}");
+    text
+}
+
+/// `<directory>/control` as text: `facts::join`, which adds a `/` unless there is one.
+fn control_path(directory: &str) -> String {
+    let name = crate::CONTROL_PIPE_NAME;
+    let mut path = String::with_capacity(directory.len() + 1 + name.len());
+    path.push_str(directory);
+    if !path.ends_with('/') {
+        path.push('/');
+    }
+    path.push_str(name);
+    path
+}
+
 /// The control pipe: path length (deliberate change 5), presence, kind, access.
 fn check_pipe(
     facts: &HostFacts,
@@ -619,16 +640,9 @@ fn check_pipe(
         findings.push(|| non_utf8_directory(directory_raw));
         return None;
     };
-    // `facts::join` on a UTF-8 directory, built as text once.
-    let name = crate::CONTROL_PIPE_NAME;
-    let mut path = String::with_capacity(directory.len() + 1 + name.len());
-    path.push_str(directory);
-    if !path.ends_with('/') {
-        path.push('/');
-    }
-    path.push_str(name);
+    let path = control_path(directory);
     let start = || {
-        let pin = pin.map(|uuid| uuid.to_string());
+        let pin = pin.map(display_uuid);
         start::render(
             directory,
             env.cuda_mps_log_directory.as_ref(),
@@ -640,9 +654,14 @@ fn check_pipe(
             let start = start();
             Finding::new(
                 Code::ControlPipeMissing,
-                format!(
-                    "{MPS} found no control pipe at {path}: the snapshot holds no observation of it. Capture the host again, or start a control daemon with: {start}"
-                ),
+                [
+                    MPS,
+                    " found no control pipe at ",
+                    &path,
+                    ": the snapshot holds no observation of it. Capture the host again, or start a control daemon with: ",
+                    &start,
+                ]
+                .concat(),
                 "the control pipe was not observed".to_owned(),
                 start,
             )
@@ -704,10 +723,16 @@ fn examine(
             let start = start();
             return Err(Finding::new(
                 Code::ControlPipeMissing,
-                format!(
-                    "{MPS} found no control pipe at {path}{dangling}. Start a control daemon with: {start}"
-                ),
-                format!("nothing at {path}{dangling}"),
+                [
+                    MPS,
+                    " found no control pipe at ",
+                    path,
+                    dangling,
+                    ". Start a control daemon with: ",
+                    &start,
+                ]
+                .concat(),
+                ["nothing at ", path, dangling].concat(),
                 start,
             ));
         }
@@ -730,12 +755,18 @@ fn examine(
             let start = start();
             return Err(Finding::new(
                 Code::NotAControlPipe,
-                format!(
-                    "{MPS} requires a live control socket or FIFO at {path}; that path is not a daemon control pipe (it is {}). Move it aside and start a control daemon with: {start}",
+                [
+                    MPS,
+                    " requires a live control socket or FIFO at ",
+                    path,
+                    "; that path is not a daemon control pipe (it is ",
                     describe_kind(other),
-                ),
-                format!("{path} is {}", describe_kind(other)),
-                format!("move {} aside, then: {start}", crate::shell_quote(path)),
+                    "). Move it aside and start a control daemon with: ",
+                    &start,
+                ]
+                .concat(),
+                [path, " is ", describe_kind(other)].concat(),
+                ["move ", &crate::shell_quote(path), " aside, then: ", &start].concat(),
             ));
         }
     };
@@ -760,13 +791,19 @@ fn examine(
 }
 
 fn access_finding(path: &str, why: &str, pipe: &PipeFacts) -> Finding {
+    let found = [why, "; ", &describe_owner(pipe)].concat();
     Finding::new(
         Code::ControlPipeInaccessible,
-        format!(
-            "{MPS} cannot access control pipe {path}; the launching user must be able to read and write the daemon's explicitly owned pipe directory ({why}; {}). Run as the daemon's user, or give the launching user access to the pipe directory.",
-            describe_owner(pipe)
-        ),
-        format!("{why}; {}", describe_owner(pipe)),
+        [
+            MPS,
+            " cannot access control pipe ",
+            path,
+            "; the launching user must be able to read and write the daemon's explicitly owned pipe directory (",
+            &found,
+            "). Run as the daemon's user, or give the launching user access to the pipe directory.",
+        ]
+        .concat(),
+        found,
         "run as the daemon's user, or give the launching user search access to the pipe directory and read-write access to its control socket".to_owned(),
     )
 }
@@ -783,15 +820,17 @@ fn check_daemon(
     if let DaemonStatus::Live { server_pid } = status {
         return server_pid;
     }
-    // Only a daemon that did not answer needs the messages below.
-    let path = env.control_pipe_path().to_string_lossy();
-    let pin = pin.map(|uuid| uuid.to_string());
+    // Only a daemon that did not answer needs the messages below. A lossy directory joins as
+    // its bytes do (U+FFFD is never `/`).
+    let directory = directory.to_string_lossy();
+    let path = control_path(&directory);
+    let pin = pin.map(display_uuid);
     let start = start::render(
-        &directory.to_string_lossy(),
+        &directory,
         env.cuda_mps_log_directory.as_ref(),
         pin.as_deref(),
     );
-    let verify = format!("Verify the daemon and retry: {start}");
+    let verify = ["Verify the daemon and retry: ", &start].concat();
     let (code, reason, fix) = match status {
         DaemonStatus::Live { server_pid } => return server_pid,
         DaemonStatus::NotTheProbe(why) => {
@@ -817,20 +856,23 @@ fn check_daemon(
             format!("it answered in a way this validator does not recognise ({detail})"),
             format!(
                 "Check the daemon by hand: printf 'get_default_active_thread_percentage\\n' | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control",
-                crate::shell_quote(&directory.to_string_lossy())
+                crate::shell_quote(&directory)
             ),
         ),
     };
     findings.push(|| {
-        Finding::new(
-            code,
-            format!(
-                "{MPS} could not reach the control daemon through {path}: {}. {fix}",
-                clause(&reason)
-            ),
-            reason,
-            fix,
-        )
+        // Text-only messages are joined with `concat` (one exact allocation), not `format!`.
+        let message = [
+            MPS,
+            " could not reach the control daemon through ",
+            &path,
+            ": ",
+            clause(&reason),
+            ". ",
+            &fix,
+        ]
+        .concat();
+        Finding::new(code, message, reason, fix)
     });
     None
 }
@@ -838,6 +880,20 @@ fn check_daemon(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn control_path_joins_lossy_text_as_bytes_join(bytes in proptest::collection::vec(
+            // `/`, ASCII, and bytes that start, continue or break a UTF-8 sequence.
+            proptest::sample::select(vec![b'/', b'a', 0xc3, 0xa9, 0xe2, 0x82, 0xff]), 0..12)) {
+            let directory = OsText::from_bytes(bytes);
+            let joined = crate::facts::join(&directory, crate::CONTROL_PIPE_NAME);
+            proptest::prop_assert_eq!(
+                control_path(&directory.to_string_lossy()),
+                joined.to_string_lossy()
+            );
+        }
+    }
 
     #[test]
     fn cuda_device_writes_any_index() {

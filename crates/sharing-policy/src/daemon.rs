@@ -1,6 +1,6 @@
 //! Interpreting the recorded daemon query and pid file (mps.md §5 c–e).
 
-use crate::text::repr;
+use crate::text::{push_repr, repr};
 use crate::{
     CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, PidFileFacts, QueryOutcome, QueryRecord,
     parse_pid, probe_stdin,
@@ -55,14 +55,23 @@ fn is_control_program(program: &str) -> bool {
 }
 
 fn describe_text(label: &str, text: &CapturedText) -> String {
-    let mut out = format!("{label} {}", repr(&text.text));
+    let mut out = String::new();
+    push_described(&mut out, label, text);
+    out
+}
+
+/// Appends `<label> <repr of the text>` and whether it was cut short or not UTF-8.
+fn push_described(out: &mut String, label: &str, text: &CapturedText) {
+    out.reserve(label.len() + text.text.len() + 32);
+    out.push_str(label);
+    out.push(' ');
+    push_repr(out, &text.text);
     if text.truncated {
         out.push_str(" (cut short)");
     }
     if text.non_utf8 {
         out.push_str(" (not UTF-8)");
     }
-    out
 }
 
 /// Whether `stdin` is `probe_stdin(&DAEMON_PROBE)`, compared without building it.
@@ -142,14 +151,17 @@ pub(crate) fn status(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> Dae
                 (None, Some(signal)) => format!("killed by signal {signal}"),
                 (None, None) => "no exit status".to_owned(),
             };
-            let mut detail = format!("{DAEMON_QUERY_PROGRAM} ended with {how}");
+            let mut detail = String::with_capacity(96);
+            detail.push_str(DAEMON_QUERY_PROGRAM);
+            detail.push_str(" ended with ");
+            detail.push_str(&how);
             if !stderr.text.is_empty() || stderr.truncated {
                 detail.push_str(", ");
-                detail.push_str(&describe_text("stderr", stderr));
+                push_described(&mut detail, "stderr", stderr);
             }
             if !stdout.text.is_empty() || stdout.truncated {
                 detail.push_str(", ");
-                detail.push_str(&describe_text("stdout", stdout));
+                push_described(&mut detail, "stdout", stdout);
             }
             DaemonStatus::NoAnswer(detail)
         }

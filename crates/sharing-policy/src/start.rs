@@ -1,7 +1,7 @@
 //! The suggested command that starts a control daemon (the seed's `_start_command`, quoted and
 //! pinned to the GPU).
 
-use crate::text::shell_quote;
+use crate::text::push_shell_quoted;
 use crate::{EnvFacts, OsText};
 
 /// The log directory the start command uses: a non-empty `CUDA_MPS_LOG_DIRECTORY`, else
@@ -40,15 +40,24 @@ fn parent_directory(path: &str) -> &str {
 /// The command that starts a control daemon on `pipe_directory`, pinned to `pin` (a GPU UUID
 /// in display form, `GPU-…`) when it is known. Every path is shell-quoted.
 pub(crate) fn render(pipe_directory: &str, log_env: Option<&OsText>, pin: Option<&str>) -> String {
-    let pipe = shell_quote(pipe_directory);
-    let log = shell_quote(&log_directory(pipe_directory, log_env));
-    let pin = pin
-        .map(|uuid| format!("CUDA_VISIBLE_DEVICES={} ", shell_quote(uuid)))
-        .unwrap_or_default();
-    format!(
-        "mkdir -p {pipe} {log} && export CUDA_MPS_PIPE_DIRECTORY={pipe} && \
-         export CUDA_MPS_LOG_DIRECTORY={log} && {pin}nvidia-cuda-mps-control -d"
-    )
+    let log = log_directory(pipe_directory, log_env);
+    let mut out = String::with_capacity(200 + 2 * (pipe_directory.len() + log.len()));
+    out.push_str("mkdir -p ");
+    push_shell_quoted(&mut out, pipe_directory);
+    out.push(' ');
+    push_shell_quoted(&mut out, &log);
+    out.push_str(" && export CUDA_MPS_PIPE_DIRECTORY=");
+    push_shell_quoted(&mut out, pipe_directory);
+    out.push_str(" && export CUDA_MPS_LOG_DIRECTORY=");
+    push_shell_quoted(&mut out, &log);
+    out.push_str(" && ");
+    if let Some(uuid) = pin {
+        out.push_str("CUDA_VISIBLE_DEVICES=");
+        push_shell_quoted(&mut out, uuid);
+        out.push(' ');
+    }
+    out.push_str("nvidia-cuda-mps-control -d");
+    out
 }
 
 /// The command that starts a control daemon where `env` says CUDA clients will look for it:
@@ -57,7 +66,7 @@ pub(crate) fn render(pipe_directory: &str, log_env: Option<&OsText>, pin: Option
 ///
 /// The pipe directory is [`EnvFacts::effective_pipe_directory`]; the log directory is a
 /// non-empty `CUDA_MPS_LOG_DIRECTORY`, else `<parent of the pipe directory>/log`. Paths are
-/// quoted with [`shell_quote`], so any path survives. `pin` (when the GPU is known) is set for
+/// quoted with [`shell_quote`](crate::shell_quote), so any path survives. `pin` (when the GPU is known) is set for
 /// the daemon only, so it serves exactly that GPU; the caller's own mask is left alone.
 /// A path that is not UTF-8 is rendered lossily (U+FFFD), since a command is text.
 ///

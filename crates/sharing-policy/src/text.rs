@@ -7,12 +7,33 @@ use std::fmt::Write as _;
 /// a single quote and no double quote, with backslash escapes for the quote, backslash and
 /// control characters. Messages use it wherever the seed wrote `{value!r}`.
 pub(crate) fn repr(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    push_repr(&mut out, value);
+    out
+}
+
+/// Appends [`repr`]`(value)` to `out`.
+pub(crate) fn push_repr(out: &mut String, value: &str) {
+    // Most values (paths, device names) are printable ASCII with no `'` or `\`: copied whole.
+    if value
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) && b != b'\'' && b != b'\\')
+    {
+        out.push('\'');
+        out.push_str(value);
+        out.push('\'');
+    } else {
+        push_escaped_repr(out, value);
+    }
+}
+
+/// [`push_repr`] character by character, for values that need a chosen quote or escapes.
+fn push_escaped_repr(out: &mut String, value: &str) {
     let quote = if value.contains('\'') && !value.contains('"') {
         '"'
     } else {
         '\''
     };
-    let mut out = String::with_capacity(value.len() + 2);
     out.push(quote);
     for ch in value.chars() {
         match ch {
@@ -36,7 +57,6 @@ pub(crate) fn repr(value: &str) -> String {
         }
     }
     out.push(quote);
-    out
 }
 
 /// Quotes `word` for a POSIX shell, the way Python's `shlex.quote` does: a word made only of
@@ -52,15 +72,32 @@ pub(crate) fn repr(value: &str) -> String {
 /// assert_eq!(shell_quote(""), "''");
 /// ```
 pub fn shell_quote(word: &str) -> String {
-    let safe = |b: u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b);
-    if !word.is_empty() && word.bytes().all(safe) {
-        return word.to_owned();
-    }
     let mut out = String::with_capacity(word.len() + 2);
-    out.push('\'');
-    out.push_str(&word.replace('\'', "'\"'\"'"));
-    out.push('\'');
+    push_shell_quoted(&mut out, word);
     out
+}
+
+/// Appends [`shell_quote`]`(word)` to `out`.
+pub(crate) fn push_shell_quoted(out: &mut String, word: &str) {
+    let safe = |b: u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'@' | b'%' | b'+' | b'=' | b':' | b',' | b'.' | b'/' | b'-'
+            )
+    };
+    if !word.is_empty() && word.bytes().all(safe) {
+        out.push_str(word);
+        return;
+    }
+    out.push('\'');
+    for (at, piece) in word.split('\'').enumerate() {
+        if at > 0 {
+            out.push_str("'\"'\"'");
+        }
+        out.push_str(piece);
+    }
+    out.push('\'');
 }
 
 #[cfg(test)]
@@ -75,6 +112,26 @@ mod tests {
         assert_eq!(repr("a\\b\n"), "'a\\\\b\\n'");
         assert_eq!(repr("\u{1}"), "'\\x01'");
         assert_eq!(repr(""), "''");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn repr_copies_plain_values_as_escaping_would(value in "[ -~]{0,12}|\\PC{0,6}|[\\x00-\\x7f]{0,8}") {
+            let mut escaped = String::new();
+            push_escaped_repr(&mut escaped, &value);
+            proptest::prop_assert_eq!(repr(&value), escaped);
+        }
+
+        #[test]
+        fn shell_quote_matches_shlex(word in "[ -~]{0,12}|\\PC{0,6}") {
+            let safe = |b: u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b);
+            let shlex = if !word.is_empty() && word.bytes().all(safe) {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\"'\"'"))
+            };
+            proptest::prop_assert_eq!(shell_quote(&word), shlex);
+        }
     }
 
     #[test]

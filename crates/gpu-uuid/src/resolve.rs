@@ -2,8 +2,12 @@
 
 use std::fmt;
 
-use crate::table::{GpuRow, GpuTable};
-use crate::visible::{Duplicate, Mode, Same, Stop, StopReason, VisibleDevices, VisibleEntry};
+use crate::table::{GpuRow, GpuTable, GpuTableView};
+use crate::uuid::GpuUuid;
+use crate::visible::{
+    Duplicate, EntryRef, Mode, Reading, Same, Stop, StopReason, VisibleDevices, duplicate_at,
+    lossy, stop_at,
+};
 
 /// The host GPUs a CUDA process would see, in CUDA's order, and why the list is shorter than
 /// written.
@@ -105,95 +109,221 @@ pub enum ResolveError {
 /// # Errors
 /// [`ResolveError::Mig`] when the list selects MIG devices.
 pub fn resolve(devices: &VisibleDevices, table: &GpuTable) -> Result<Resolution, ResolveError> {
-    let mut resolution = Resolution {
-        visible: Vec::new(),
-        stop: None,
-        duplicate: devices.duplicate().cloned(),
-        relies_on_index_order: table.len() > 1 && matches!(devices.mode(), Mode::All | Mode::Index),
-    };
+    let rows = table.rows();
+    let relies_on_index_order =
+        table.len() > 1 && matches!(devices.mode(), Mode::All | Mode::Index);
     if devices.is_all() {
-        resolution.visible = table.rows().to_vec();
-        return Ok(resolution);
+        return Ok(Resolution {
+            visible: rows.to_vec(),
+            stop: None,
+            duplicate: None,
+            relies_on_index_order,
+        });
     }
-    let mig: Vec<String> = devices
-        .entries()
+    let entries = devices.entries().iter().map(EntryRef::from);
+    let placed = place_entries(entries, &rows.iter().map(|row| row.uuid))?;
+    let visible = placed
+        .visible
         .iter()
-        .filter_map(|entry| match entry {
-            VisibleEntry::Mig(text) => Some(text.clone()),
-            VisibleEntry::Index(_) | VisibleEntry::GpuPrefix(_) => None,
-        })
-        .collect();
+        .filter_map(|index| table.by_index(*index));
+    let (stop, duplicate) = match (placed.stop, placed.duplicate) {
+        (None, None) => (devices.stop().cloned(), devices.duplicate().cloned()),
+        (stop, duplicate) => (
+            stop.map(|(position, reason)| devices.stop_at(position, reason)),
+            duplicate.map(|(first, second, same)| Duplicate {
+                first,
+                first_entry: devices.raw_entry(first),
+                second,
+                second_entry: devices.raw_entry(second),
+                same,
+            }),
+        ),
+    };
+    Ok(Resolution {
+        visible: visible.cloned().collect(),
+        stop,
+        duplicate,
+        relies_on_index_order,
+    })
+}
+
+/// [`resolve`] for a raw `CUDA_VISIBLE_DEVICES` value (`None`: unset) on a [`GpuTableView`],
+/// without copying: the same answer, with the visible GPUs as host indices and the texts of
+/// a stop or repeat built only when asked for.
+///
+/// ```
+/// use gpu_uuid::{place, resolve, GpuTable, GpuTableView, VisibleDevices};
+/// let stdout = "0, GPU-9942190a-aa31-4ff1-4aa9-c388d80f85f1, NVIDIA A100, 00000000:07:00.0\n\
+///               1, GPU-9e8d35e3-a134-0fdd-0e01-23811fdbd293, NVIDIA A100, 00000000:0F:00.0\n";
+/// let raw = b"GPU-9e8d35e3,GPU-99";
+/// let placement = place(Some(raw), &GpuTableView::parse(stdout)?)?;
+/// let resolution = resolve(&VisibleDevices::parse_bytes(Some(raw)), &GpuTable::parse(stdout)?)?;
+/// assert_eq!(placement.host_indices(), resolution.host_indices());
+/// assert_eq!(placement.stop().as_ref(), resolution.stop());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`resolve`].
+pub fn place<'a>(
+    raw: Option<&'a [u8]>,
+    table: &GpuTableView<'_>,
+) -> Result<Placement<'a>, ResolveError> {
+    let gpus = u32::try_from(table.len()).unwrap_or(u32::MAX);
+    let Some(raw) = raw else {
+        return Ok(Placement {
+            raw: &[],
+            visible: (0..gpus).collect(),
+            stop: None,
+            duplicate: None,
+            relies_on_index_order: table.len() > 1,
+        });
+    };
+    let reading = Reading::new(raw);
+    let placed = place_entries(
+        reading.entries.iter().copied(),
+        &table.rows().iter().map(|row| row.uuid),
+    )?;
+    let (stop, duplicate) = match (placed.stop, placed.duplicate) {
+        (None, None) => (reading.stop, reading.duplicate),
+        found => found,
+    };
+    Ok(Placement {
+        raw,
+        visible: placed.visible,
+        stop,
+        duplicate,
+        relies_on_index_order: table.len() > 1 && reading.mode == Mode::Index,
+    })
+}
+
+/// What [`place`] found: [`Resolution`] by host index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement<'a> {
+    raw: &'a [u8],
+    visible: Vec<u32>,
+    stop: Option<(usize, StopReason)>,
+    duplicate: Option<(usize, usize, Same)>,
+    relies_on_index_order: bool,
+}
+
+impl Placement<'_> {
+    /// The host indices of the visible GPUs, in CUDA's order, as [`Resolution::host_indices`].
+    pub fn host_indices(&self) -> &[u32] {
+        &self.visible
+    }
+
+    /// No GPU is visible.
+    pub fn is_empty(&self) -> bool {
+        self.visible.is_empty()
+    }
+
+    /// As [`Resolution::stop`], built on demand.
+    pub fn stop(&self) -> Option<Stop> {
+        self.stop
+            .as_ref()
+            .map(|(position, reason)| stop_at(self.raw, *position, reason.clone()))
+    }
+
+    /// As [`Resolution::duplicate`], built on demand.
+    pub fn duplicate(&self) -> Option<Duplicate> {
+        self.duplicate
+            .map(|duplicate| duplicate_at(self.raw, duplicate))
+    }
+
+    /// As [`Resolution::relies_on_index_order`].
+    pub fn relies_on_index_order(&self) -> bool {
+        self.relies_on_index_order
+    }
+}
+
+/// Where entries land on a table whose rows (in index order) have `uuids`: host indices, and
+/// the position where placing stopped or found a repeat.
+struct Placed {
+    visible: Vec<u32>,
+    stop: Option<(usize, StopReason)>,
+    duplicate: Option<(usize, usize, Same)>,
+}
+
+/// The placing rules of [`resolve`], shared with [`place`]. Entry `i` is at position `i`.
+fn place_entries<'e>(
+    entries: impl Iterator<Item = EntryRef<'e>> + Clone,
+    uuids: &(impl Iterator<Item = GpuUuid> + Clone),
+) -> Result<Placed, ResolveError> {
+    let mig = entries.clone().filter_map(|entry| match entry {
+        EntryRef::Mig(text) => Some(lossy(text)),
+        EntryRef::Index(_) | EntryRef::GpuPrefix(_) => None,
+    });
+    let mig: Vec<String> = mig.collect();
     if !mig.is_empty() {
         return Err(ResolveError::Mig { entries: mig });
     }
-    let mut positions: Vec<usize> = Vec::new();
-    for (position, entry) in devices.entries().iter().enumerate() {
-        let placed = match entry {
-            VisibleEntry::Index(index) => {
-                table.by_index(*index).ok_or(StopReason::IndexBeyondTable {
-                    index: *index,
-                    gpus: table.len(),
-                })
-            }
-            VisibleEntry::GpuPrefix(prefix) => place_prefix(prefix, table),
-            VisibleEntry::Mig(_) => Err(StopReason::Invalid),
+    let gpus = uuids.clone().count();
+    let mut placed = Placed {
+        visible: Vec::new(),
+        stop: None,
+        duplicate: None,
+    };
+    for (position, entry) in entries.enumerate() {
+        let row = match entry {
+            EntryRef::Index(index) => usize::try_from(index)
+                .is_ok_and(|i| i < gpus)
+                .then_some(index)
+                .ok_or(StopReason::IndexBeyondTable { index, gpus }),
+            EntryRef::GpuPrefix(prefix) => place_prefix(prefix, uuids),
+            EntryRef::Mig(_) => Err(StopReason::Invalid),
         };
-        let row = match placed {
+        let row = match row {
             Ok(row) => row,
             Err(reason) => {
-                resolution.stop = Some(devices.stop_at(position, reason));
-                return Ok(resolution);
+                placed.stop = Some((position, reason));
+                break;
             }
         };
-        if let Some(earlier) = resolution
-            .visible
-            .iter()
-            .position(|seen| seen.index == row.index)
-        {
-            let first = positions.get(earlier).copied().unwrap_or_default();
-            resolution.duplicate = Some(Duplicate {
-                first,
-                first_entry: devices.raw_entry(first),
-                second: position,
-                second_entry: devices.raw_entry(position),
-                same: match entry {
-                    VisibleEntry::Index(index) => Same::Index(*index),
-                    VisibleEntry::GpuPrefix(_) | VisibleEntry::Mig(_) => Same::HostGpu(row.index),
-                },
-            });
-            resolution.visible.clear();
-            return Ok(resolution);
+        // Entry `i` placed is visible GPU `i`, until a stop.
+        if let Some(first) = placed.visible.iter().position(|seen| *seen == row) {
+            let same = match entry {
+                EntryRef::Index(index) => Same::Index(index),
+                EntryRef::GpuPrefix(_) | EntryRef::Mig(_) => Same::HostGpu(row),
+            };
+            placed.duplicate = Some((first, position, same));
+            placed.visible.clear();
+            break;
         }
-        resolution.visible.push(row.clone());
-        positions.push(position);
+        placed.visible.push(row);
     }
-    resolution.stop = devices.stop().cloned();
-    Ok(resolution)
+    Ok(placed)
 }
 
-/// The one row whose `GPU-…` UUID (as `nvidia-smi` prints it) starts with `prefix`.
-fn place_prefix<'t>(prefix: &str, table: &'t GpuTable) -> Result<&'t GpuRow, StopReason> {
-    let prefix = prefix.as_bytes();
+/// The host index of the one row whose `GPU-…` UUID (as `nvidia-smi` prints it) starts with
+/// `prefix`.
+fn place_prefix(
+    prefix: &[u8],
+    uuids: &(impl Iterator<Item = GpuUuid> + Clone),
+) -> Result<u32, StopReason> {
     let matching = |ignore_case: bool| {
-        table.rows().iter().filter(move |row| {
-            let printed = row.uuid.printed();
-            printed.get(..prefix.len()).is_some_and(|head| {
-                if ignore_case {
-                    head.eq_ignore_ascii_case(prefix)
-                } else {
-                    head == prefix
-                }
+        (0_u32..)
+            .zip(uuids.clone())
+            .filter_map(move |(index, uuid)| {
+                let printed = uuid.printed();
+                let found = printed.get(..prefix.len()).is_some_and(|head| {
+                    if ignore_case {
+                        head.eq_ignore_ascii_case(prefix)
+                    } else {
+                        head == prefix
+                    }
+                });
+                found.then_some(index)
             })
-        })
     };
     let mut exact = matching(false);
     match (exact.next(), exact.next()) {
-        (Some(row), None) => Ok(row),
+        (Some(index), None) => Ok(index),
         (None, _) => Err(StopReason::NoMatch {
             ignoring_case: matching(true).count(),
         }),
         (Some(_), Some(_)) => Err(StopReason::Ambiguous {
-            matches: matching(false).map(|row| row.index).collect(),
+            matches: matching(false).collect(),
         }),
     }
 }

@@ -121,19 +121,7 @@ impl GpuTable {
     /// columns, a bad index, UUID or bus id), a repeated index or UUID, or indices that are
     /// not `0..n`. One bad row makes the whole table unavailable.
     pub fn parse(stdout: &str) -> Result<Self, TableError> {
-        let mut rows = Vec::new();
-        for (line, text) in row_lines(stdout) {
-            let row = parse_row(text).map_err(|problem| TableError::Malformed {
-                line,
-                text: text.to_owned(),
-                problem,
-            })?;
-            rows.push(row);
-        }
-        // Line numbers are needed only for an error: found again then, not kept per row.
-        Self::check(rows, |i| {
-            row_lines(stdout).nth(i).map_or(0, |(line, _)| line)
-        })
+        GpuTableView::parse(stdout).map(Self::from)
     }
 
     /// Builds a table from rows (fixtures, a recorded snapshot), with the same checks as
@@ -163,37 +151,8 @@ impl GpuTable {
 
     /// The checks common to [`Self::parse`] and [`Self::from_rows`]; `line(i)` is the line
     /// number of `rows[i]`, for errors.
-    fn check(mut rows: Vec<GpuRow>, line: impl Fn(usize) -> usize) -> Result<Self, TableError> {
-        if rows.is_empty() {
-            return Err(TableError::NoRows);
-        }
-        for (i, row) in rows.iter().enumerate() {
-            for (first, earlier) in rows.iter().take(i).enumerate() {
-                if earlier.index == row.index {
-                    return Err(TableError::DuplicateIndex {
-                        index: row.index,
-                        first_line: line(first),
-                        line: line(i),
-                    });
-                }
-                if earlier.uuid == row.uuid {
-                    return Err(TableError::DuplicateUuid {
-                        uuid: row.uuid,
-                        first_line: line(first),
-                        line: line(i),
-                    });
-                }
-            }
-        }
-        let gpus = rows.len();
-        if let Some(missing) = (0..)
-            .take(gpus)
-            .find(|i| !rows.iter().any(|row| row.index == *i))
-        {
-            return Err(TableError::IndexGap { gpus, missing });
-        }
-        rows.sort_by_key(|row| row.index);
-        Ok(Self { rows })
+    fn check(rows: Vec<GpuRow>, line: impl Fn(usize) -> usize) -> Result<Self, TableError> {
+        check(rows, line).map(|rows| Self { rows })
     }
 
     /// The GPUs, by index: `rows()[i].index == i`.
@@ -230,6 +189,154 @@ impl GpuTable {
     }
 }
 
+/// The index and UUID of a row, owned or borrowed, for the checks both tables share.
+trait Row {
+    fn index(&self) -> u32;
+    fn uuid(&self) -> GpuUuid;
+}
+
+impl Row for GpuRow {
+    fn index(&self) -> u32 {
+        self.index
+    }
+    fn uuid(&self) -> GpuUuid {
+        self.uuid
+    }
+}
+
+impl Row for GpuRowView<'_> {
+    fn index(&self) -> u32 {
+        self.index
+    }
+    fn uuid(&self) -> GpuUuid {
+        self.uuid
+    }
+}
+
+/// The checks common to [`GpuTable::parse`] and [`GpuTable::from_rows`]: rows, no repeats,
+/// indices `0..n`; then sorted by index. `line(i)` is the line number of `rows[i]`, for errors.
+fn check<R: Row>(mut rows: Vec<R>, line: impl Fn(usize) -> usize) -> Result<Vec<R>, TableError> {
+    if rows.is_empty() {
+        return Err(TableError::NoRows);
+    }
+    for (i, row) in rows.iter().enumerate() {
+        for (first, earlier) in rows.iter().take(i).enumerate() {
+            if earlier.index() == row.index() {
+                return Err(TableError::DuplicateIndex {
+                    index: row.index(),
+                    first_line: line(first),
+                    line: line(i),
+                });
+            }
+            if earlier.uuid() == row.uuid() {
+                return Err(TableError::DuplicateUuid {
+                    uuid: row.uuid(),
+                    first_line: line(first),
+                    line: line(i),
+                });
+            }
+        }
+    }
+    let gpus = rows.len();
+    if let Some(missing) = (0..)
+        .take(gpus)
+        .find(|i| !rows.iter().any(|row| row.index() == *i))
+    {
+        return Err(TableError::IndexGap { gpus, missing });
+    }
+    rows.sort_by_key(Row::index);
+    Ok(rows)
+}
+
+/// One row of a [`GpuTableView`]: a [`GpuRow`] whose name and bus id borrow the `nvidia-smi`
+/// output, so reading a table allocates no string per row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GpuRowView<'a> {
+    /// The NVML index.
+    pub index: u32,
+    /// The GPU's UUID.
+    pub uuid: GpuUuid,
+    /// The product name, trimmed.
+    pub name: &'a str,
+    /// The PCI bus id, trimmed.
+    pub pci_bus_id: &'a str,
+}
+
+/// A [`GpuTable`] borrowed from the `nvidia-smi` output it was parsed from: the same rows,
+/// checks and errors, for a caller (the validator) that only reads the table once.
+///
+/// ```
+/// use gpu_uuid::{GpuTable, GpuTableView};
+/// let stdout = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:17:00.0\n";
+/// let view = GpuTableView::parse(stdout)?;
+/// assert_eq!(view.rows()[0].name, "NVIDIA H100 80GB HBM3");
+/// assert_eq!(GpuTable::from(view), GpuTable::parse(stdout)?);
+/// # Ok::<(), gpu_uuid::TableError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GpuTableView<'a> {
+    rows: Vec<GpuRowView<'a>>,
+}
+
+impl<'a> GpuTableView<'a> {
+    /// Parses `nvidia-smi` output exactly as [`GpuTable::parse`] does.
+    ///
+    /// # Errors
+    /// As [`GpuTable::parse`].
+    pub fn parse(stdout: &'a str) -> Result<Self, TableError> {
+        let mut rows = Vec::new();
+        for (line, text) in row_lines(stdout) {
+            let row = parse_row(text).map_err(|problem| TableError::Malformed {
+                line,
+                text: text.to_owned(),
+                problem,
+            })?;
+            rows.push(row);
+        }
+        // Line numbers are needed only for an error: found again then, not kept per row.
+        let rows = check(rows, |i| {
+            row_lines(stdout).nth(i).map_or(0, |(line, _)| line)
+        })?;
+        Ok(Self { rows })
+    }
+
+    /// The GPUs, by index: `rows()[i].index == i`.
+    pub fn rows(&self) -> &[GpuRowView<'a>] {
+        &self.rows
+    }
+
+    /// How many GPUs.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Always false: a table has at least one row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// As [`GpuTable::is_homogeneous`].
+    pub fn is_homogeneous(&self) -> bool {
+        self.rows
+            .windows(2)
+            .all(|pair| matches!(pair, [a, b] if a.name == b.name))
+    }
+}
+
+impl From<GpuTableView<'_>> for GpuTable {
+    fn from(view: GpuTableView<'_>) -> Self {
+        let rows = view.rows.iter().map(|row| GpuRow {
+            index: row.index,
+            uuid: row.uuid,
+            name: row.name.to_owned(),
+            pci_bus_id: row.pci_bus_id.to_owned(),
+        });
+        Self {
+            rows: rows.collect(),
+        }
+    }
+}
+
 impl TryFrom<Vec<GpuRow>> for GpuTable {
     type Error = TableError;
 
@@ -263,7 +370,7 @@ fn row_lines(stdout: &str) -> impl Iterator<Item = (usize, &str)> {
         .map(|(number, text)| (number + 1, text))
 }
 
-fn parse_row(text: &str) -> Result<GpuRow, String> {
+fn parse_row(text: &str) -> Result<GpuRowView<'_>, String> {
     // One pass: index and UUID up to the first two commas; the name up to the last comma
     // (it may hold commas itself); the PCI bus id after it.
     let mut parts = text.splitn(3, ',');
@@ -301,11 +408,11 @@ fn parse_row(text: &str) -> Result<GpuRow, String> {
     };
     check_bus_id(pci_bus_id)?;
     check_name(name)?;
-    Ok(GpuRow {
+    Ok(GpuRowView {
         index,
         uuid,
-        name: name.to_owned(),
-        pci_bus_id: pci_bus_id.to_owned(),
+        name,
+        pci_bus_id,
     })
 }
 

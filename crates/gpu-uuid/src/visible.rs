@@ -265,7 +265,7 @@ fn is_keyword(bytes: &[u8]) -> bool {
         .any(|k| bytes.eq_ignore_ascii_case(k.as_bytes()))
 }
 
-fn lossy(bytes: &[u8]) -> String {
+pub(crate) fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -324,6 +324,165 @@ fn index_entry(position: usize, piece: &[u8]) -> Result<(u32, Option<WarningKind
     Ok((value, warning))
 }
 
+/// An entry CUDA accepts, borrowing the raw value: what [`VisibleEntry`] holds, before the
+/// text is copied.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum EntryRef<'a> {
+    Index(u32),
+    GpuPrefix(&'a [u8]),
+    Mig(&'a [u8]),
+}
+
+impl PartialEq for EntryRef<'_> {
+    /// As [`VisibleEntry`] compares: text as written, invalid UTF-8 shown as U+FFFD.
+    fn eq(&self, other: &Self) -> bool {
+        let same_text =
+            |a: &[u8], b: &[u8]| a == b || String::from_utf8_lossy(a) == String::from_utf8_lossy(b);
+        match (self, other) {
+            (Self::Index(a), Self::Index(b)) => a == b,
+            (Self::GpuPrefix(a), Self::GpuPrefix(b)) | (Self::Mig(a), Self::Mig(b)) => {
+                same_text(a, b)
+            }
+            _ => false,
+        }
+    }
+}
+
+impl<'a> From<&'a VisibleEntry> for EntryRef<'a> {
+    fn from(entry: &'a VisibleEntry) -> Self {
+        match entry {
+            VisibleEntry::Index(index) => Self::Index(*index),
+            VisibleEntry::GpuPrefix(text) => Self::GpuPrefix(text.as_bytes()),
+            VisibleEntry::Mig(text) => Self::Mig(text.as_bytes()),
+        }
+    }
+}
+
+impl From<EntryRef<'_>> for VisibleEntry {
+    fn from(entry: EntryRef<'_>) -> Self {
+        match entry {
+            EntryRef::Index(index) => Self::Index(index),
+            EntryRef::GpuPrefix(text) => Self::GpuPrefix(lossy(text)),
+            EntryRef::Mig(text) => Self::Mig(lossy(text)),
+        }
+    }
+}
+
+/// What CUDA reads from a set value, borrowing it: [`VisibleDevices`] without copies, and
+/// with positions where it has entry texts (those are needed for messages only).
+pub(crate) struct Reading<'a> {
+    pub(crate) mode: Mode,
+    /// Entry `i` is at position `i`.
+    pub(crate) entries: Vec<EntryRef<'a>>,
+    pub(crate) stop: Option<(usize, StopReason)>,
+    /// The positions of the two entries, and what they share.
+    pub(crate) duplicate: Option<(usize, usize, Same)>,
+    /// Position, index read and kind.
+    warnings: Vec<(usize, u32, WarningKind)>,
+}
+
+impl<'a> Reading<'a> {
+    pub(crate) fn new(raw: &'a [u8]) -> Self {
+        let mut reading = Self {
+            mode: Mode::Blank,
+            entries: Vec::new(),
+            stop: None,
+            duplicate: None,
+            warnings: Vec::new(),
+        };
+        if raw.iter().all(|b| is_c_space(*b)) {
+            return reading;
+        }
+        reading.mode = if raw.starts_with(b"GPU-") {
+            Mode::Uuid
+        } else if raw.starts_with(b"MIG-") {
+            Mode::Mig
+        } else {
+            Mode::Index
+        };
+        for (position, piece) in raw.split(|b| *b == b',').enumerate() {
+            match reading.read_entry(position, piece) {
+                Ok(entry) => {
+                    if let Some(first) = reading.entries.iter().position(|e| *e == entry) {
+                        let same = match entry {
+                            EntryRef::Index(index) => Same::Index(index),
+                            EntryRef::GpuPrefix(_) | EntryRef::Mig(_) => Same::Text,
+                        };
+                        reading.duplicate = Some((first, position, same));
+                        reading.entries.clear();
+                        return reading;
+                    }
+                    reading.entries.push(entry);
+                }
+                Err(reason) => {
+                    reading.stop = Some((position, reason));
+                    return reading;
+                }
+            }
+        }
+        reading
+    }
+
+    fn read_entry(&mut self, position: usize, piece: &'a [u8]) -> Result<EntryRef<'a>, StopReason> {
+        let prefix: &[u8] = match self.mode {
+            Mode::Index => {
+                let (index, warning) = index_entry(position, piece)?;
+                if let Some(kind) = warning {
+                    self.warnings.push((position, index, kind));
+                }
+                return Ok(EntryRef::Index(index));
+            }
+            Mode::Uuid => b"GPU-",
+            Mode::Mig => b"MIG-",
+            Mode::All | Mode::Blank => return Err(StopReason::Invalid),
+        };
+        if !piece.starts_with(prefix) {
+            return Err(other_entry_reason(self.mode, position, piece));
+        }
+        if piece.last().is_some_and(|b| is_c_space(*b)) {
+            return Err(StopReason::Whitespace);
+        }
+        Ok(if self.mode == Mode::Mig {
+            EntryRef::Mig(piece)
+        } else {
+            EntryRef::GpuPrefix(piece)
+        })
+    }
+}
+
+/// The comma-separated piece at `position` of `raw`, as written (lossy).
+fn piece_at(raw: &[u8], position: usize) -> String {
+    raw.split(|b| *b == b',')
+        .nth(position)
+        .map(lossy)
+        .unwrap_or_default()
+}
+
+/// The [`Stop`] at `position` of `raw`.
+pub(crate) fn stop_at(raw: &[u8], position: usize, reason: StopReason) -> Stop {
+    Stop {
+        position,
+        entry: piece_at(raw, position),
+        reason,
+        ignored: raw
+            .split(|b| *b == b',')
+            .skip(position + 1)
+            .map(lossy)
+            .collect(),
+    }
+}
+
+/// The [`Duplicate`] of the entries at `first` and `second` of `raw`.
+pub(crate) fn duplicate_at(raw: &[u8], (first, second, same): (usize, usize, Same)) -> Duplicate {
+    Duplicate {
+        first,
+        first_entry: piece_at(raw, first),
+        second,
+        second_entry: piece_at(raw, second),
+        same,
+    }
+}
+
 impl VisibleDevices {
     /// Parses the variable as the OS holds it: `None` when unset.
     ///
@@ -352,87 +511,36 @@ impl VisibleDevices {
                 warnings: Vec::new(),
             };
         };
-        let pieces: Vec<&[u8]> = raw.split(|b| *b == b',').collect();
-        let raw_entries: Vec<String> = pieces.iter().map(|p| lossy(p)).collect();
-        let mut devices = Self {
+        let reading = Reading::new(raw);
+        let raw_entries: Vec<String> = raw.split(|b| *b == b',').map(lossy).collect();
+        let raw_entry = |position: usize| raw_entries.get(position).cloned().unwrap_or_default();
+        let warnings = reading
+            .warnings
+            .iter()
+            .map(|&(position, index, kind)| Warning {
+                position,
+                entry: raw_entry(position),
+                index,
+                kind,
+            });
+        Self {
             raw: Some(raw.to_vec()),
-            mode: Mode::Index,
+            mode: reading.mode,
+            entries: reading
+                .entries
+                .iter()
+                .copied()
+                .map(VisibleEntry::from)
+                .collect(),
+            stop: reading
+                .stop
+                .map(|(position, reason)| stop_at(raw, position, reason)),
+            duplicate: reading
+                .duplicate
+                .map(|duplicate| duplicate_at(raw, duplicate)),
+            warnings: warnings.collect(),
             raw_entries,
-            entries: Vec::new(),
-            stop: None,
-            duplicate: None,
-            warnings: Vec::new(),
-        };
-        if raw.iter().all(|b| is_c_space(*b)) {
-            devices.mode = Mode::Blank;
-            return devices;
         }
-        devices.mode = if raw.starts_with(b"GPU-") {
-            Mode::Uuid
-        } else if raw.starts_with(b"MIG-") {
-            Mode::Mig
-        } else {
-            Mode::Index
-        };
-        for (position, piece) in pieces.iter().enumerate() {
-            match devices.read_entry(position, piece) {
-                Ok(entry) => {
-                    if let Some(duplicate) = devices.find_duplicate(position, &entry) {
-                        devices.duplicate = Some(duplicate);
-                        devices.entries.clear();
-                        return devices;
-                    }
-                    devices.entries.push(entry);
-                }
-                Err(reason) => {
-                    devices.stop = Some(devices.stop_at(position, reason));
-                    return devices;
-                }
-            }
-        }
-        devices
-    }
-
-    fn read_entry(&mut self, position: usize, piece: &[u8]) -> Result<VisibleEntry, StopReason> {
-        let (prefix, make): (&[u8], fn(String) -> VisibleEntry) = match self.mode {
-            Mode::Index => {
-                let (index, warning) = index_entry(position, piece)?;
-                if let Some(kind) = warning {
-                    self.warnings.push(Warning {
-                        position,
-                        entry: lossy(piece),
-                        index,
-                        kind,
-                    });
-                }
-                return Ok(VisibleEntry::Index(index));
-            }
-            Mode::Uuid => (b"GPU-", VisibleEntry::GpuPrefix),
-            Mode::Mig => (b"MIG-", VisibleEntry::Mig),
-            Mode::All | Mode::Blank => return Err(StopReason::Invalid),
-        };
-        if !piece.starts_with(prefix) {
-            return Err(other_entry_reason(self.mode, position, piece));
-        }
-        if piece.last().is_some_and(|b| is_c_space(*b)) {
-            return Err(StopReason::Whitespace);
-        }
-        Ok(make(lossy(piece)))
-    }
-
-    fn find_duplicate(&self, position: usize, entry: &VisibleEntry) -> Option<Duplicate> {
-        let first = self.entries.iter().position(|e| e == entry)?;
-        let same = match entry {
-            VisibleEntry::Index(index) => Same::Index(*index),
-            VisibleEntry::GpuPrefix(_) | VisibleEntry::Mig(_) => Same::Text,
-        };
-        Some(Duplicate {
-            first,
-            first_entry: self.raw_entry(first),
-            second: position,
-            second_entry: self.raw_entry(position),
-            same,
-        })
     }
 
     pub(crate) fn raw_entry(&self, position: usize) -> String {

@@ -1,7 +1,7 @@
 //! Which physical GPU a `cuda:N` device is, from `CUDA_VISIBLE_DEVICES` and the recorded host
 //! GPU table, without initialising CUDA (deliberate changes 1–3).
 
-use gpu_uuid::{GpuTable, GpuUuid, Resolution, ResolveError, TABLE_QUERY_ARGS, VisibleDevices};
+use gpu_uuid::{GpuTable, GpuTableView, GpuUuid, Placement, ResolveError, TABLE_QUERY_ARGS};
 
 use crate::assess::Role;
 use crate::text::repr;
@@ -124,6 +124,12 @@ fn first_line(text: &str) -> &str {
 /// # Ok::<(), HostTableError>(())
 /// ```
 pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
+    host_gpu_table_view(query).map(GpuTable::from)
+}
+
+/// [`host_gpu_table`] borrowing the recorded output: the validator reads the table once, so
+/// it need not copy each row's name and bus id.
+fn host_gpu_table_view(query: &QueryRecord) -> Result<GpuTableView<'_>, HostTableError> {
     use HostTableError::{NotTheQuery, Unavailable};
     if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM) || query.args != TABLE_QUERY_ARGS
     {
@@ -156,7 +162,7 @@ pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
                     "the output of {GPU_QUERY_PROGRAM} is not UTF-8"
                 )))
             } else {
-                GpuTable::parse(&stdout.text).map_err(|err| Unavailable(err.to_string()))
+                GpuTableView::parse(&stdout.text).map_err(|err| Unavailable(err.to_string()))
             }
         }
         QueryOutcome::Exited {
@@ -182,14 +188,14 @@ pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
 
 /// The recorded host GPU table of a snapshot ([`host_gpu_table`]; a snapshot with no GPU query
 /// has none).
-pub(crate) fn host_table(record: Option<&QueryRecord>) -> Result<GpuTable, HostTableError> {
+pub(crate) fn host_table(record: Option<&QueryRecord>) -> Result<GpuTableView<'_>, HostTableError> {
     record.map_or_else(
         || {
             Err(HostTableError::Unavailable(
                 "no host GPU query was recorded".to_owned(),
             ))
         },
-        host_gpu_table,
+        host_gpu_table_view,
     )
 }
 
@@ -231,11 +237,14 @@ fn describe_mask(raw: Option<&OsText>) -> String {
 /// # Ok::<(), gpu_uuid::TableError>(())
 /// ```
 pub fn index_order_trusted(env: &EnvFacts, table: &GpuTable) -> bool {
-    let pci_bus_order = env
-        .cuda_device_order
+    pci_bus_order(env) || table.is_homogeneous()
+}
+
+/// `CUDA_DEVICE_ORDER` is exactly `PCI_BUS_ID` ([`index_order_trusted`]).
+fn pci_bus_order(env: &EnvFacts) -> bool {
+    env.cuda_device_order
         .as_ref()
-        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
-    pci_bus_order || table.is_homogeneous()
+        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID")
 }
 
 /// The physical GPU of device `cuda:index`, proven from the mask and the host table.
@@ -247,7 +256,7 @@ pub fn index_order_trusted(env: &EnvFacts, table: &GpuTable) -> bool {
 pub(crate) fn resolve_index(
     index: u32,
     env: &EnvFacts,
-    table: &Result<GpuTable, HostTableError>,
+    table: &Result<GpuTableView<'_>, HostTableError>,
 ) -> Result<GpuUuid, Failure> {
     visible(env, table)?.uuid(index)
 }
@@ -256,11 +265,11 @@ pub(crate) fn resolve_index(
 /// depend on the index, so two devices of one host share it.
 pub(crate) struct Visible<'a> {
     env: &'a EnvFacts,
-    table: &'a GpuTable,
+    table: &'a GpuTableView<'a>,
     /// `None` when `CUDA_VISIBLE_DEVICES` is unset: every GPU in table order, nothing stopped,
-    /// index order relied on with more than one GPU — what [`gpu_uuid::resolve`] returns then,
-    /// without copying the rows.
-    resolution: Option<Resolution>,
+    /// index order relied on with more than one GPU — what [`gpu_uuid::place`] returns then,
+    /// without listing the indices.
+    placement: Option<Placement<'a>>,
 }
 
 /// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset" for `env`.
@@ -269,11 +278,11 @@ fn mask(env: &EnvFacts) -> String {
 }
 
 /// Why the list is shorter than written, when it is (`": …"`), else nothing.
-fn detail(resolution: &Resolution) -> String {
-    resolution
+fn detail(placement: &Placement<'_>) -> String {
+    placement
         .duplicate()
-        .map(ToString::to_string)
-        .or_else(|| resolution.stop().map(ToString::to_string))
+        .map(|duplicate| duplicate.to_string())
+        .or_else(|| placement.stop().map(|stop| stop.to_string()))
         .map(|why| format!(": {why}"))
         .unwrap_or_default()
 }
@@ -281,7 +290,7 @@ fn detail(resolution: &Resolution) -> String {
 /// The visible GPUs ([`resolve_index`] up to the index), or why none is proven.
 pub(crate) fn visible<'a>(
     env: &'a EnvFacts,
-    table: &'a Result<GpuTable, HostTableError>,
+    table: &'a Result<GpuTableView<'a>, HostTableError>,
 ) -> Result<Visible<'a>, Failure> {
     let table = match table {
         Ok(table) => table,
@@ -292,7 +301,7 @@ pub(crate) fn visible<'a>(
         return Ok(Visible {
             env,
             table,
-            resolution: None,
+            placement: None,
         });
     };
     if raw.as_str().is_none() {
@@ -302,48 +311,53 @@ pub(crate) fn visible<'a>(
             mask(env)
         )));
     }
-    let devices = VisibleDevices::parse_bytes(Some(raw.as_bytes()));
-    let resolution = match gpu_uuid::resolve(&devices, table) {
-        Ok(resolution) => resolution,
+    let placement = match gpu_uuid::place(Some(raw.as_bytes()), table) {
+        Ok(placement) => placement,
         Err(err @ ResolveError::Mig { .. }) => return Err(Failure::Mig(err.to_string())),
         Err(err) => return Err(Failure::NoneVisible(format!("{}: {err}", mask(env)))),
     };
-    if resolution.is_empty() {
+    if placement.is_empty() {
         return Err(Failure::NoneVisible(format!(
             "{} makes no GPU visible{}",
             mask(env),
-            detail(&resolution)
+            detail(&placement)
         )));
     }
     Ok(Visible {
         env,
         table,
-        resolution: Some(resolution),
+        placement: Some(placement),
     })
 }
 
 impl Visible<'_> {
     /// The physical GPU of device `cuda:index`, or why it is not proven.
     pub(crate) fn uuid(&self, index: u32) -> Result<GpuUuid, Failure> {
-        let (env, table, resolution) = (self.env, self.table, self.resolution.as_ref());
-        let gpus = resolution.map_or(table.rows(), Resolution::visible);
-        let position = usize::try_from(index).unwrap_or(usize::MAX);
-        let Some(uuid) = gpus.get(position).map(|row| row.uuid) else {
-            let count = if gpus.len() == 1 {
+        let (env, table, placement) = (self.env, self.table, self.placement.as_ref());
+        let rows = table.rows();
+        // Unset: CUDA device `i` is host GPU `i`.
+        let (gpus, host) = placement.map_or((rows.len(), Some(index)), |placement| {
+            let visible = placement.host_indices();
+            let position = usize::try_from(index).unwrap_or(usize::MAX);
+            (visible.len(), visible.get(position).copied())
+        });
+        let row = host.and_then(|host| rows.get(usize::try_from(host).ok()?));
+        let Some(uuid) = row.map(|row| row.uuid) else {
+            let count = if gpus == 1 {
                 "1 GPU is".to_owned()
             } else {
-                format!("{} GPUs are", gpus.len())
+                format!("{gpus} GPUs are")
             };
             return Err(Failure::OutOfRange(format!(
                 "{count} visible with {}{}",
                 mask(env),
-                resolution.map(detail).unwrap_or_default()
+                placement.map(detail).unwrap_or_default()
             )));
         };
         let relies_on_index_order =
-            resolution.map_or(table.len() > 1, Resolution::relies_on_index_order);
-        if relies_on_index_order && !index_order_trusted(env, table) {
-            let models: Vec<String> = table.rows().iter().map(|row| row.name.clone()).collect();
+            placement.map_or(table.len() > 1, Placement::relies_on_index_order);
+        if relies_on_index_order && !pci_bus_order(env) && !table.is_homogeneous() {
+            let models: Vec<&str> = rows.iter().map(|row| row.name).collect();
             let order = env.cuda_device_order.as_ref().map_or_else(
                 || "CUDA_DEVICE_ORDER is unset".to_owned(),
                 |order| format!("CUDA_DEVICE_ORDER={}", repr(&order.to_string_lossy())),

@@ -4,8 +4,8 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use gpu_uuid::{
-    GpuTable, GpuUuid, MigUuid, VisibleDevices, canonicalize_gpu_uuid, mps_visibility_entries,
-    resolve,
+    GpuTable, GpuTableView, GpuUuid, MigUuid, VisibleDevices, canonicalize_gpu_uuid,
+    mps_visibility_entries, place, resolve,
 };
 use proptest::prelude::*;
 
@@ -201,6 +201,29 @@ proptest! {
         match (before, after) {
             (Ok(before), Ok(after)) => prop_assert_eq!(before.host_indices(), after.host_indices(), "{:?} → {:?}", text, rewritten),
             (before, after) => prop_assert_eq!(before.is_err(), after.is_err(), "{:?} → {:?}", text, rewritten),
+        }
+    }
+
+    /// The borrowed path the validator takes (`GpuTableView`, `place`) gives the same answers,
+    /// stops, repeats and errors as the owned one.
+    #[test]
+    fn place_agrees_with_resolve(value in visible_value(), table in table(), unset in any::<bool>()) {
+        let raw = (!unset).then_some(value.as_slice());
+        let mut stdout = String::new();
+        for row in table.rows() {
+            let _ = writeln!(stdout, "{}, {}, {}, {}", row.index, row.uuid, row.name, row.pci_bus_id);
+        }
+        let view = GpuTableView::parse(&stdout).unwrap();
+        prop_assert_eq!(&GpuTable::from(view.clone()), &table);
+        let owned = resolve(&VisibleDevices::parse_bytes(raw), &table);
+        match (place(raw, &view), owned) {
+            (Ok(placed), Ok(owned)) => {
+                prop_assert_eq!(placed.host_indices().to_vec(), owned.host_indices());
+                prop_assert_eq!(placed.stop(), owned.stop().cloned());
+                prop_assert_eq!(placed.duplicate(), owned.duplicate().cloned());
+                prop_assert_eq!(placed.relies_on_index_order(), owned.relies_on_index_order());
+            }
+            (placed, owned) => prop_assert_eq!(placed.map(|_| ()), owned.map(|_| ())),
         }
     }
 }

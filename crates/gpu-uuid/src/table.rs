@@ -366,7 +366,7 @@ fn row_lines(stdout: &str) -> impl Iterator<Item = (usize, &str)> {
     stdout
         .lines()
         .enumerate()
-        .filter(|(_, text)| !text.trim().is_empty())
+        .filter(|(_, text)| !trim(text).is_empty())
         .map(|(number, text)| (number + 1, text))
 }
 
@@ -374,7 +374,7 @@ fn parse_row(text: &str) -> Result<GpuRowView<'_>, String> {
     // One pass: index and UUID up to the first two commas; the name up to the last comma
     // (it may hold commas itself); the PCI bus id after it.
     let mut parts = text.splitn(3, ',');
-    let first = parts.next().unwrap_or_default().trim();
+    let first = trim(parts.next().unwrap_or_default());
     if first.eq_ignore_ascii_case("index") {
         return Err(
             "is a header; pass `--format=csv,noheader` so only GPU rows are printed".to_owned(),
@@ -397,7 +397,7 @@ fn parse_row(text: &str) -> Result<GpuRowView<'_>, String> {
             TABLE_COLUMNS.join(", ")
         ));
     };
-    let (uuid, name, pci_bus_id) = (uuid.trim(), name.trim(), pci_bus_id.trim());
+    let (uuid, name, pci_bus_id) = (trim(uuid), trim(name), trim(pci_bus_id));
     let index = parse_index(first)?;
     let uuid = if uuid.starts_with("GPU-") {
         GpuUuid::parse(uuid).map_err(|e| format!("has a bad uuid field: {e}"))?
@@ -416,8 +416,21 @@ fn parse_row(text: &str) -> Result<GpuRowView<'_>, String> {
     })
 }
 
+/// [`str::trim`], answered from the ASCII bytes at the ends when it can: `nvidia-smi` fields
+/// are ASCII, and the Unicode search costs more than the rest of a row.
+fn trim(field: &str) -> &str {
+    let ascii = field.trim_ascii();
+    // `trim_ascii` keeps U+000B, which `trim` removes; a non-ASCII end may be whitespace too.
+    let settled = |b: &u8| b.is_ascii() && *b != 0x0b;
+    if ascii.as_bytes().first().is_none_or(settled) && ascii.as_bytes().last().is_none_or(settled) {
+        ascii
+    } else {
+        field.trim()
+    }
+}
+
 fn check_name(name: &str) -> Result<(), String> {
-    if name.trim().is_empty() {
+    if trim(name).is_empty() {
         Err("has an empty name field".to_owned())
     } else {
         Ok(())
@@ -484,6 +497,21 @@ mod tests {
                 None => false,
             },
             _ => false,
+        }
+    }
+
+    #[test]
+    fn trim_agrees_with_str_trim() {
+        let ends = [
+            "", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\u{a0}", "\u{3000}", "\u{85}", "é", "x",
+        ];
+        for head in ends {
+            for tail in ends {
+                for middle in ["", "a", " a b ", "\x0b"] {
+                    let field = format!("{head}{middle}{tail}");
+                    assert_eq!(trim(&field), field.trim(), "{field:?}");
+                }
+            }
         }
     }
 

@@ -198,29 +198,36 @@ fn parse_body_loop(body: &str) -> Result<[u8; 16], BodyError> {
     Ok(bytes)
 }
 
+/// Where each byte's two hex digits start in the dashed 8-4-4-4-12 form.
+const DASHED_AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
 /// [`parse_body`] for the two layouts it accepts, undashed or dashed exactly 8-4-4-4-12:
 /// `None` for anything else, which the general loop then reads (and explains).
 fn parse_body_fast(body: &[u8]) -> Option<[u8; 16]> {
-    // Where each byte's two digits start.
-    const DASHED: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-    const PLAIN: [usize; 16] = [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30];
+    const PLAIN_AT: [usize; 16] = [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30];
     let starts = match body.len() {
-        32 => PLAIN,
+        32 => PLAIN_AT,
         36 if [8, 13, 18, 23]
             .iter()
             .all(|at| body.get(*at) == Some(&b'-')) =>
         {
-            DASHED
+            DASHED_AT
         }
         _ => return None,
     };
+    let value = |b: u8| hex_value(b).unwrap_or(0xff);
     let mut bytes = [0_u8; 16];
+    // A non-digit sets high bits in `invalid`: one test at the end instead of one per digit.
+    let mut invalid = 0;
     for (byte, at) in bytes.iter_mut().zip(starts) {
-        let high = hex_value(*body.get(at)?)?;
-        let low = hex_value(*body.get(at + 1)?)?;
+        let &[high, low] = body.get(at..at + 2)? else {
+            return None;
+        };
+        let (high, low) = (value(high), value(low));
+        invalid |= high | low;
         *byte = (high << 4) | low;
     }
-    Some(bytes)
+    (invalid < 16).then_some(bytes)
 }
 
 fn hex_value(b: u8) -> Option<u8> {
@@ -247,16 +254,13 @@ fn hex_digit(digits: &[u8; 16], n: u8) -> u8 {
 
 /// The 16 bytes as lower-case 8-4-4-4-12 (36 ASCII bytes), formatted without `fmt`.
 pub(crate) fn dashed(bytes: &[u8; 16]) -> [u8; 36] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = [b'-'; 36];
-    let mut at = 0;
-    for (i, byte) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            at += 1;
+    for (byte, at) in bytes.iter().zip(DASHED_AT) {
+        if let Some([high, low]) = out.get_mut(at..at + 2) {
+            *high = hex_digit(DIGITS, byte >> 4);
+            *low = hex_digit(DIGITS, *byte);
         }
-        for (slot, nibble) in out.iter_mut().skip(at).zip([byte >> 4, *byte]) {
-            *slot = hex_digit(b"0123456789abcdef", nibble);
-        }
-        at += 2;
     }
     out
 }
@@ -302,6 +306,14 @@ impl GpuUuid {
     /// [`UuidError`] naming the rule the input breaks: empty, a non-hex character, not 32
     /// digits, dashes not 8-4-4-4-12, or a `MIG-` UUID.
     pub fn parse(input: &str) -> Result<Self, UuidError> {
+        // As `nvidia-smi` prints it: no whitespace to strip (it starts with `G` and the fast
+        // path ends on a hex digit), not `MIG-`.
+        if let Some(bytes) = input
+            .strip_prefix("GPU-")
+            .and_then(|body| parse_body_fast(body.as_bytes()))
+        {
+            return Ok(Self(bytes));
+        }
         let trimmed = python_strip(input);
         if strip_prefix_ignore_case(trimmed, "MIG-").is_some() {
             return Err(UuidError::MigNotGpu {
@@ -328,8 +340,8 @@ impl GpuUuid {
     /// bytes on the stack.
     pub(crate) fn printed(&self) -> [u8; 40] {
         let mut out = *b"GPU-000000000000000000000000000000000000";
-        for (slot, byte) in out.iter_mut().skip(4).zip(dashed(&self.0)) {
-            *slot = byte;
+        if let Some(tail) = out.get_mut(4..) {
+            tail.copy_from_slice(&dashed(&self.0));
         }
         out
     }

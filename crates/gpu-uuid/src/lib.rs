@@ -49,6 +49,7 @@
 
 mod mps;
 mod resolve;
+mod small;
 mod table;
 mod uuid;
 mod visible;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::small::SmallList;
 use crate::table::{GpuRow, GpuTable, GpuTableView};
 use crate::uuid::GpuUuid;
 use crate::visible::{
@@ -124,6 +125,7 @@ pub fn resolve(devices: &VisibleDevices, table: &GpuTable) -> Result<Resolution,
     let placed = place_entries(entries, &rows.iter().map(|row| row.uuid))?;
     let visible = placed
         .visible
+        .as_slice()
         .iter()
         .filter_map(|index| table.by_index(*index));
     let (stop, duplicate) = match (placed.stop, placed.duplicate) {
@@ -173,7 +175,10 @@ pub fn place<'a>(
     let Some(raw) = raw else {
         return Ok(Placement {
             raw: &[],
-            visible: (0..gpus).collect(),
+            visible: (0..gpus).fold(SmallList::new(), |mut all, index| {
+                all.push(index);
+                all
+            }),
             stop: None,
             duplicate: None,
             relies_on_index_order: table.len() > 1,
@@ -181,7 +186,7 @@ pub fn place<'a>(
     };
     let reading = Reading::new(raw);
     let placed = place_entries(
-        reading.entries.iter().copied(),
+        reading.entries.as_slice().iter().copied(),
         &table.rows().iter().map(|row| row.uuid),
     )?;
     let (stop, duplicate) = match (placed.stop, placed.duplicate) {
@@ -201,7 +206,7 @@ pub fn place<'a>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement<'a> {
     raw: &'a [u8],
-    visible: Vec<u32>,
+    visible: SmallList<u32>,
     stop: Option<(usize, StopReason)>,
     duplicate: Option<(usize, usize, Same)>,
     relies_on_index_order: bool,
@@ -210,12 +215,12 @@ pub struct Placement<'a> {
 impl Placement<'_> {
     /// The host indices of the visible GPUs, in CUDA's order, as [`Resolution::host_indices`].
     pub fn host_indices(&self) -> &[u32] {
-        &self.visible
+        self.visible.as_slice()
     }
 
     /// No GPU is visible.
     pub fn is_empty(&self) -> bool {
-        self.visible.is_empty()
+        self.visible.as_slice().is_empty()
     }
 
     /// As [`Resolution::stop`], built on demand.
@@ -240,7 +245,7 @@ impl Placement<'_> {
 /// Where entries land on a table whose rows (in index order) have `uuids`: host indices, and
 /// the position where placing stopped or found a repeat.
 struct Placed {
-    visible: Vec<u32>,
+    visible: SmallList<u32>,
     stop: Option<(usize, StopReason)>,
     duplicate: Option<(usize, usize, Same)>,
 }
@@ -260,7 +265,7 @@ fn place_entries<'e>(
     }
     let gpus = uuids.clone().count();
     let mut placed = Placed {
-        visible: Vec::new(),
+        visible: SmallList::new(),
         stop: None,
         duplicate: None,
     };
@@ -281,7 +286,12 @@ fn place_entries<'e>(
             }
         };
         // Entry `i` placed is visible GPU `i`, until a stop.
-        if let Some(first) = placed.visible.iter().position(|seen| *seen == row) {
+        if let Some(first) = placed
+            .visible
+            .as_slice()
+            .iter()
+            .position(|seen| *seen == row)
+        {
             let same = match entry {
                 EntryRef::Index(index) => Same::Index(index),
                 EntryRef::GpuPrefix(_) | EntryRef::Mig(_) => Same::HostGpu(row),

@@ -3,6 +3,7 @@
 use std::ffi::OsStr;
 use std::fmt;
 
+use crate::small::SmallList;
 use crate::uuid::GpuUuid;
 
 /// How a `CUDA_VISIBLE_DEVICES` value selects devices. The first entry fixes it for the list.
@@ -333,6 +334,13 @@ pub(crate) enum EntryRef<'a> {
     Mig(&'a [u8]),
 }
 
+impl Default for EntryRef<'_> {
+    /// A filler for unused inline slots.
+    fn default() -> Self {
+        Self::Index(0)
+    }
+}
+
 impl PartialEq for EntryRef<'_> {
     /// As [`VisibleEntry`] compares: text as written, invalid UTF-8 shown as U+FFFD.
     fn eq(&self, other: &Self) -> bool {
@@ -373,7 +381,7 @@ impl From<EntryRef<'_>> for VisibleEntry {
 pub(crate) struct Reading<'a> {
     pub(crate) mode: Mode,
     /// Entry `i` is at position `i`.
-    pub(crate) entries: Vec<EntryRef<'a>>,
+    pub(crate) entries: SmallList<EntryRef<'a>>,
     pub(crate) stop: Option<(usize, StopReason)>,
     /// The positions of the two entries, and what they share.
     pub(crate) duplicate: Option<(usize, usize, Same)>,
@@ -385,7 +393,7 @@ impl<'a> Reading<'a> {
     pub(crate) fn new(raw: &'a [u8]) -> Self {
         let mut reading = Self {
             mode: Mode::Blank,
-            entries: Vec::new(),
+            entries: SmallList::new(),
             stop: None,
             duplicate: None,
             warnings: Vec::new(),
@@ -403,7 +411,8 @@ impl<'a> Reading<'a> {
         for (position, piece) in raw.split(|b| *b == b',').enumerate() {
             match reading.read_entry(position, piece) {
                 Ok(entry) => {
-                    if let Some(first) = reading.entries.iter().position(|e| *e == entry) {
+                    if let Some(first) = reading.entries.as_slice().iter().position(|e| *e == entry)
+                    {
                         let same = match entry {
                             EntryRef::Index(index) => Same::Index(index),
                             EntryRef::GpuPrefix(_) | EntryRef::Mig(_) => Same::Text,
@@ -528,6 +537,7 @@ impl VisibleDevices {
             mode: reading.mode,
             entries: reading
                 .entries
+                .as_slice()
                 .iter()
                 .copied()
                 .map(VisibleEntry::from)

@@ -78,15 +78,18 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     evidence.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
 
     let table = gpu::host_table(facts.gpu_query.as_ref());
-    if learner_index.is_some() {
+    // The mask is parsed and resolved once for both devices, as `assess` does.
+    let visible = gpu::visible(env, &table);
+    let resolve = |index: u32| visible.as_ref().ok()?.uuid(index).ok();
+    if let Some(index) = learner_index {
         evidence.learner_gpu_uuid = match &facts.learner_uuid {
             Some(supplied) => gpu_uuid::GpuUuid::parse(supplied).ok(),
-            None => learner_index.and_then(|i| gpu::resolve_index(i, env, &table).ok()),
+            None => resolve(index),
         }
         .map(|uuid| uuid.canonical_token());
     }
     evidence.collector_gpu_uuid = collector_index
-        .and_then(|i| gpu::resolve_index(i, env, &table).ok())
+        .and_then(resolve)
         .map(|uuid| uuid.canonical_token());
     evidence
 }

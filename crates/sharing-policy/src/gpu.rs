@@ -247,22 +247,8 @@ fn pci_bus_order(env: &EnvFacts) -> bool {
         .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID")
 }
 
-/// The physical GPU of device `cuda:index`, proven from the mask and the host table.
-///
-/// Visibility follows CUDA's rules (`gpu_uuid`): unset = every GPU, empty = none, the first
-/// invalid entry stops the list, no "same number" fallback. Index-based mapping (mask unset or
-/// made of indices) is trusted only under `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on a host whose
-/// GPUs are all the same model. MIG masks are not mapped.
-pub(crate) fn resolve_index(
-    index: u32,
-    env: &EnvFacts,
-    table: &Result<GpuTableView<'_>, HostTableError>,
-) -> Result<GpuUuid, Failure> {
-    visible(env, table)?.uuid(index)
-}
-
-/// The GPUs a CUDA process would see, once proven: the part of [`resolve_index`] that does not
-/// depend on the index, so two devices of one host share it.
+/// The GPUs a CUDA process would see, once proven ([`visible`]): the part of a device's
+/// resolution that does not depend on its index, so two devices of one host share it.
 pub(crate) struct Visible<'a> {
     env: &'a EnvFacts,
     table: &'a GpuTableView<'a>,
@@ -287,7 +273,13 @@ fn detail(placement: &Placement<'_>) -> String {
         .unwrap_or_default()
 }
 
-/// The visible GPUs ([`resolve_index`] up to the index), or why none is proven.
+/// The visible GPUs, or why none is proven. With [`Visible::uuid`], the physical GPU of device
+/// `cuda:index`, proven from the mask and the host table.
+///
+/// Visibility follows CUDA's rules (`gpu_uuid`): unset = every GPU, empty = none, the first
+/// invalid entry stops the list, no "same number" fallback. Index-based mapping (mask unset or
+/// made of indices) is trusted only under `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on a host whose
+/// GPUs are all the same model. MIG masks are not mapped.
 pub(crate) fn visible<'a>(
     env: &'a EnvFacts,
     table: &'a Result<GpuTableView<'a>, HostTableError>,

@@ -346,6 +346,25 @@ impl GpuUuid {
         out
     }
 
+    /// Appends the UUID as [`Display`](fmt::Display) writes it (`GPU-` + lower-case
+    /// 8-4-4-4-12) to `out`, without going through `fmt`: for callers that build many messages.
+    ///
+    /// ```
+    /// # use gpu_uuid::GpuUuid;
+    /// let uuid = GpuUuid::parse("8932F937D72C4106C12F20BD9FAED9F6")?;
+    /// let mut text = String::from("CUDA_VISIBLE_DEVICES=");
+    /// uuid.push_to(&mut text);
+    /// assert_eq!(text, "CUDA_VISIBLE_DEVICES=GPU-8932f937-d72c-4106-c12f-20bd9faed9f6");
+    /// # Ok::<(), gpu_uuid::UuidError>(())
+    /// ```
+    pub fn push_to(&self, out: &mut String) {
+        let printed = self.printed();
+        // Always ASCII: `GPU-`, hex digits and dashes.
+        if let Ok(text) = std::str::from_utf8(&printed) {
+            out.push_str(text);
+        }
+    }
+
     /// The seed's comparison token: 32 upper-case hex digits, no `GPU-`, no dashes. Equal to
     /// [`canonicalize_gpu_uuid`] of every accepted spelling of this UUID.
     ///

@@ -2,8 +2,6 @@
 //! all of them; both come from this one walk, so they cannot disagree. `validate` stops the
 //! walk at its first finding ([`Wanted::First`]), so a rejection builds one message.
 
-use std::fmt::Write as _;
-
 use gpu_uuid::GpuUuid;
 
 use crate::daemon::{self, DaemonStatus};
@@ -609,10 +607,10 @@ fn non_utf8_directory(directory_raw: &OsText) -> Finding {
     )
 }
 
-/// `GPU-…`, written into a buffer of the right size (`to_string` grows one step by step).
+/// `GPU-…`, written into a buffer of the right size without `fmt`.
 fn display_uuid(uuid: GpuUuid) -> String {
     let mut text = String::with_capacity(40);
-    let _ = write!(text, "{uuid}");
+    uuid.push_to(&mut text);
     text
 }
 

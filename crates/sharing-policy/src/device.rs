@@ -13,6 +13,10 @@ pub(crate) enum DeviceError {
 /// case (as in the seed); the index must be ASCII digits only — no sign, underscore, inner
 /// whitespace or non-ASCII digit (the seed's Python `int()` accepted all of those).
 pub(crate) fn parse_cuda_index(device: &str) -> Result<u32, DeviceError> {
+    // `cuda:<digit>`, as launchers write it, needs no trimming, splitting or number parsing.
+    if let [b'c', b'u', b'd', b'a', b':', digit @ b'0'..=b'9'] = device.as_bytes() {
+        return Ok(u32::from(digit - b'0'));
+    }
     let value = device.trim();
     if value.eq_ignore_ascii_case("cuda") {
         return Ok(0);
@@ -40,6 +44,23 @@ mod tests {
         assert_eq!(parse_cuda_index("cuda:0"), Ok(0));
         assert_eq!(parse_cuda_index("Cuda:3"), Ok(3));
         assert_eq!(parse_cuda_index("cuda:007"), Ok(7));
+    }
+
+    #[test]
+    fn every_one_digit_index() {
+        for (index, device) in (0..10).map(|i| (i, format!("cuda:{i}"))) {
+            assert_eq!(parse_cuda_index(&device), Ok(index), "{device}");
+            assert_eq!(
+                parse_cuda_index(&device.to_uppercase()),
+                Ok(index),
+                "{device}"
+            );
+            assert_eq!(
+                parse_cuda_index(&format!(" {device}\n")),
+                Ok(index),
+                "{device}"
+            );
+        }
     }
 
     #[test]

@@ -123,6 +123,9 @@ proptest! {
     fn display_parse_round_trips(bytes in any::<[u8; 16]>(), gi in any::<u32>(), ci in any::<u32>()) {
         let uuid = GpuUuid::from_bytes(bytes);
         prop_assert_eq!(uuid.to_string().parse::<GpuUuid>().unwrap(), uuid);
+        let mut pushed = String::from("x");
+        uuid.push_to(&mut pushed);
+        prop_assert_eq!(pushed, format!("x{uuid}"));
         let json = serde_json::to_string(&uuid).unwrap();
         prop_assert_eq!(serde_json::from_str::<GpuUuid>(&json).unwrap(), uuid);
         for mig in [MigUuid::Uuid(bytes), MigUuid::Legacy { gpu: uuid, gpu_instance: gi, compute_instance: ci }] {

@@ -314,3 +314,20 @@ fn raw_is_the_value_as_given_and_only_whitespace_is_blank() {
         assert!(devices.is_blank());
     }
 }
+
+/// Entries compare as text shown lossily, as `VisibleEntry` holds them: two `GPU-` or `MIG-`
+/// entries whose different bad bytes both show as U+FFFD are one entry written twice.
+#[test]
+fn entries_that_differ_only_in_bytes_shown_as_u_fffd_repeat() {
+    use gpu_uuid::Same;
+    for value in [&b"GPU-a\xff,GPU-a\xfe"[..], b"MIG-\xc3,MIG-\xff"] {
+        let devices = VisibleDevices::parse_bytes(Some(value));
+        let duplicate = devices.duplicate().unwrap();
+        assert_eq!((duplicate.first, duplicate.second), (0, 1));
+        assert_eq!(duplicate.same, Same::Text);
+        assert!(devices.entries().is_empty());
+    }
+    let different = VisibleDevices::parse_bytes(Some(b"GPU-a\xff,GPU-b\xff"));
+    assert!(different.duplicate().is_none());
+    assert_eq!(different.entries().len(), 2);
+}

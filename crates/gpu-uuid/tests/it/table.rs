@@ -244,3 +244,21 @@ fn a_row_displays_all_its_fields() {
         "host GPU 1 (GPU-8932aaaa-1111-2222-3333-444455556666, NVIDIA H100 80GB HBM3, 00000000:65:00.0)"
     );
 }
+
+/// The borrowed view answers `len`, `is_empty` and `is_homogeneous` as the owned table does.
+#[test]
+fn a_view_answers_as_the_table() {
+    use gpu_uuid::GpuTableView;
+    let mixed = "0, GPU-16600000-0000-0000-0000-000000000000, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n\
+                 1, GPU-30900000-0000-0000-0000-000000000000, NVIDIA GeForce RTX 3090, 00000000:02:00.0\n";
+    let one =
+        "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:17:00.0\n";
+    for (stdout, homogeneous) in [(TWO, true), (one, true), (mixed, false)] {
+        let view = GpuTableView::parse(stdout).unwrap();
+        let table = GpuTable::parse(stdout).unwrap();
+        assert_eq!(view.len(), table.len());
+        assert!(!view.is_empty());
+        assert_eq!(view.is_homogeneous(), homogeneous, "{stdout}");
+        assert_eq!(table.is_homogeneous(), homogeneous, "{stdout}");
+    }
+}

@@ -107,3 +107,20 @@ fn canonicalize_is_the_seed_function() {
     assert_eq!(canonicalize_gpu_uuid("GPU- ab"), " AB");
     assert_eq!(canonicalize_gpu_uuid(" AB"), "AB");
 }
+
+/// A byte whose two digits are both not hex is refused like one with a single bad digit, in
+/// the dashed and the undashed layout.
+#[test]
+fn two_bad_digits_in_one_byte_are_not_hex() {
+    for input in [
+        "GPU-zz32f937-d72c-4106-c12f-20bd9faed9f6",
+        "GPU-8932f937-d72c-4106-c12f-20bd9faed9gg",
+        "8932f937d72c4106c12f20bd9faed9zz",
+    ] {
+        assert!(
+            matches!(GpuUuid::parse(input), Err(UuidError::NotHex { .. })),
+            "{input}: {:?}",
+            GpuUuid::parse(input)
+        );
+    }
+}

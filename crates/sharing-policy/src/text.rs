@@ -191,4 +191,14 @@ mod tests {
         assert_eq!(shell_quote("~/x"), "'~/x'");
         assert_eq!(shell_quote("é"), "'é'");
     }
+
+    /// A value made only of single quotes or only of backslashes (printable ASCII, but not for
+    /// the fast path) is quoted and escaped as Python does.
+    #[test]
+    fn repr_of_only_quotes_or_only_backslashes() {
+        assert_eq!(repr("'"), r#""'""#);
+        assert_eq!(repr("''"), r#""''""#);
+        assert_eq!(repr("\\"), r"'\\'");
+        assert_eq!(repr("\\\\"), r"'\\\\'");
+    }
 }

@@ -9,7 +9,7 @@ use sharing_policy::{
 };
 
 use crate::hosts::{self, H100_A};
-use crate::support::{ambient, message, mps};
+use crate::support::{ambient, code, message, mps};
 
 fn fixture(name: &str) -> HostFacts {
     hosts::all()
@@ -102,6 +102,44 @@ fn a_failed_daemon_query_reports_what_it_printed() {
             stdout: text(stdout),
             stderr: text(stderr),
         };
+        let text = message(&request, &facts);
+        assert!(text.contains(shown), "{text}");
+    }
+}
+
+#[test]
+fn an_unrecognised_daemon_answer_quotes_what_it_printed() {
+    let request = mps("cuda:0", Some("cuda:0"));
+    let cut_short = CapturedText {
+        text: "100.0\n44".to_owned(),
+        truncated: true,
+        non_utf8: false,
+    };
+    for (stdout, stderr, shown) in [
+        (
+            text("printed-on-stdout\n"),
+            text(""),
+            r"stdout 'printed-on-stdout\n', stderr ''",
+        ),
+        (
+            text("100.0\n"),
+            text("printed-on-stderr"),
+            r"stdout '100.0\n', stderr 'printed-on-stderr'",
+        ),
+        (
+            cut_short,
+            text(""),
+            r"stdout '100.0\n44' (cut short), stderr ''",
+        ),
+    ] {
+        let mut facts = healthy();
+        facts.daemon_query.as_mut().unwrap().outcome = QueryOutcome::Exited {
+            code: Some(0),
+            signal: None,
+            stdout,
+            stderr,
+        };
+        assert_eq!(code(&request, &facts), Some(Code::DaemonAnswerUnrecognized));
         let text = message(&request, &facts);
         assert!(text.contains(shown), "{text}");
     }

@@ -9,7 +9,8 @@ use crate::device::{DeviceError, parse_cuda_index};
 use crate::gpu::{self, Failure};
 use crate::text::repr;
 use crate::{
-    Code, Evidence, FileKind, Finding, HostFacts, OsText, PipeFacts, Request, SCHEMA, start,
+    Code, EnvFacts, Evidence, FileKind, Finding, HostFacts, OsText, PipeFacts, Request, SCHEMA,
+    start,
 };
 
 /// The prefix of every explicit-request message, as in the seed.
@@ -607,11 +608,19 @@ fn non_utf8_directory(directory_raw: &OsText) -> Finding {
     )
 }
 
-/// `GPU-…`, written into a buffer of the right size without `fmt`.
-fn display_uuid(uuid: GpuUuid) -> String {
-    let mut text = String::with_capacity(40);
-    uuid.push_to(&mut text);
-    text
+/// The command that starts a daemon on `directory` with `env`'s log directory, pinned to the
+/// GPU when it is known (the control pipe's and the daemon's messages both suggest it).
+fn start_command(directory: &str, env: &EnvFacts, pin: Option<GpuUuid>) -> String {
+    let pin = pin.map(|uuid| {
+        let mut text = String::with_capacity(40);
+        uuid.push_to(&mut text);
+        text
+    });
+    start::render(
+        directory,
+        env.cuda_mps_log_directory.as_ref(),
+        pin.as_deref(),
+    )
 }
 
 /// `<directory>/control` as text: `facts::join`, which adds a `/` unless there is one.
@@ -639,14 +648,7 @@ fn check_pipe(
         return None;
     };
     let path = control_path(directory);
-    let start = || {
-        let pin = pin.map(display_uuid);
-        start::render(
-            directory,
-            env.cuda_mps_log_directory.as_ref(),
-            pin.as_deref(),
-        )
-    };
+    let start = || start_command(directory, env, pin);
     let Some(pipe) = &facts.control_pipe else {
         findings.push(|| {
             let start = start();
@@ -822,12 +824,7 @@ fn check_daemon(
     // its bytes do (U+FFFD is never `/`).
     let directory = directory.to_string_lossy();
     let path = control_path(&directory);
-    let pin = pin.map(display_uuid);
-    let start = start::render(
-        &directory,
-        env.cuda_mps_log_directory.as_ref(),
-        pin.as_deref(),
-    );
+    let start = start_command(&directory, env, pin);
     let verify = ["Verify the daemon and retry: ", &start].concat();
     let (code, reason, fix) = match status {
         DaemonStatus::Live { server_pid } => return server_pid,

@@ -66,8 +66,9 @@ pub(crate) fn render(pipe_directory: &str, log_env: Option<&OsText>, pin: Option
 ///
 /// The pipe directory is [`EnvFacts::effective_pipe_directory`]; the log directory is a
 /// non-empty `CUDA_MPS_LOG_DIRECTORY`, else `<parent of the pipe directory>/log`. Paths are
-/// quoted with [`shell_quote`](crate::shell_quote), so any path survives. `pin` (when the GPU is known) is set for
-/// the daemon only, so it serves exactly that GPU; the caller's own mask is left alone.
+/// quoted with [`shell_quote`](crate::shell_quote), so any path survives. `pin` (when the GPU
+/// is known) is set for the daemon only, so it serves exactly that GPU; the caller's own mask is
+/// left alone.
 /// A path that is not UTF-8 is rendered lossily (U+FFFD), since a command is text.
 ///
 /// ```

@@ -27,7 +27,7 @@ pub(crate) fn push_repr(out: &mut String, value: &str) {
     }
 }
 
-/// [`push_repr`] character by character, for values that need a chosen quote or escapes.
+/// [`push_repr`] for values that need a chosen quote or escapes.
 fn push_escaped_repr(out: &mut String, value: &str) {
     let quote = if value.contains('\'') && !value.contains('"') {
         '"'

@@ -183,16 +183,15 @@ impl GpuTable {
     /// Whether every GPU has the same name. On such a host CUDA's default fastest-first order
     /// cannot reorder GPUs by speed, so indices are far more likely to agree with `nvidia-smi`.
     pub fn is_homogeneous(&self) -> bool {
-        self.rows
-            .windows(2)
-            .all(|pair| matches!(pair, [a, b] if a.name == b.name))
+        same_model(&self.rows)
     }
 }
 
-/// The index and UUID of a row, owned or borrowed, for the checks both tables share.
+/// The index, UUID and name of a row, owned or borrowed, for the checks both tables share.
 trait Row {
     fn index(&self) -> u32;
     fn uuid(&self) -> GpuUuid;
+    fn name(&self) -> &str;
 }
 
 impl Row for GpuRow {
@@ -201,6 +200,9 @@ impl Row for GpuRow {
     }
     fn uuid(&self) -> GpuUuid {
         self.uuid
+    }
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -211,6 +213,15 @@ impl Row for GpuRowView<'_> {
     fn uuid(&self) -> GpuUuid {
         self.uuid
     }
+    fn name(&self) -> &str {
+        self.name
+    }
+}
+
+/// Whether every row is the same model ([`GpuTable::is_homogeneous`]).
+fn same_model<R: Row>(rows: &[R]) -> bool {
+    rows.windows(2)
+        .all(|pair| matches!(pair, [a, b] if a.name() == b.name()))
 }
 
 /// The checks common to [`GpuTable::parse`] and [`GpuTable::from_rows`]: rows, no repeats,
@@ -317,9 +328,7 @@ impl<'a> GpuTableView<'a> {
 
     /// As [`GpuTable::is_homogeneous`].
     pub fn is_homogeneous(&self) -> bool {
-        self.rows
-            .windows(2)
-            .all(|pair| matches!(pair, [a, b] if a.name == b.name))
+        same_model(&self.rows)
     }
 }
 

@@ -4,14 +4,16 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use sharing_policy::{
-    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_PROGRAM, HostFacts, OsText,
-    ReadOnlyCommand, probe_stdin,
+    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts,
+    OsText, ReadOnlyCommand, probe_stdin,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
+use crate::procfs::{SERVER_CAP, find_daemon, observe_caller, observe_process};
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
 
 /// The variable that names the pipe directory; set explicitly in the daemon query's environment.
@@ -39,7 +41,17 @@ pub struct ProbeOptions {
     pub search_path: Option<OsString>,
     /// The cap on each of a query's standard output and standard error (default 1 MiB).
     pub output_cap: usize,
+    /// The `/proc` directory read for the servers' owners and the daemon's process (default
+    /// `/proc`; tests pass a fake tree).
+    pub proc_root: PathBuf,
+    /// The most `/proc` entries a daemon scan looks at (default [`DEFAULT_SCAN_LIMIT`]); the
+    /// scan also stops at the probe's deadline (`timeout` after the capture began).
+    pub scan_limit: u64,
 }
+
+/// The default bound of a `/proc` scan: more entries than a Linux host has processes by
+/// default (`pid_max` is 32768 on most hosts, 4194304 at most).
+pub const DEFAULT_SCAN_LIMIT: u64 = 65_536;
 
 impl Default for ProbeOptions {
     fn default() -> Self {
@@ -49,6 +61,8 @@ impl Default for ProbeOptions {
             observe_cuda: true,
             search_path: None,
             output_cap: DEFAULT_OUTPUT_CAP,
+            proc_root: PathBuf::from("/proc"),
+            scan_limit: DEFAULT_SCAN_LIMIT,
         }
     }
 }
@@ -65,8 +79,14 @@ pub fn capture(options: &ProbeOptions) -> HostFacts {
 }
 
 /// Observes the host as `env` describes it, running queries through `runner`: the GPU table
-/// query and the daemon query concurrently, the control pipe and the pid file meanwhile.
+/// query and the daemon query concurrently, the control pipe and the pid file meanwhile; then
+/// the processes of the servers the daemon listed, and the daemon's own process (through the
+/// pid file, or a bounded `/proc` scan when the pid file does not identify it).
+///
+/// The daemon query runs even when nothing is at the control path: it runs concurrently with
+/// the filesystem checks, and its record shows what a client would have met there.
 pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) -> HostFacts {
+    let started = Instant::now();
     let mut facts = HostFacts::unobserved(std::env::consts::OS, env);
     facts.learner_uuid.clone_from(&options.learner_uuid);
     if !options.observe_cuda {
@@ -86,18 +106,32 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         facts.pid_file = Some(observe_pid_file(&facts.env));
         facts.gpu_query = gpu.join().ok();
     });
+    facts.caller = Some(observe_caller());
+    let root = &options.proc_root;
+    let servers = facts.daemon_query.as_ref().map_or_else(Vec::new, |query| {
+        sharing_policy::listed_server_pids(query, &directory)
+    });
+    facts.server_processes = Some(
+        servers
+            .into_iter()
+            .take(SERVER_CAP)
+            .map(|pid| observe_process(root, pid, false))
+            .collect(),
+    );
+    if let Some(pid_file) = &facts.pid_file {
+        let deadline = started + options.timeout;
+        facts.daemon_process = Some(find_daemon(root, pid_file, options.scan_limit, deadline));
+    }
     facts
 }
 
-/// The host GPU table query: `nvidia-smi` with [`gpu_uuid::TABLE_QUERY_ARGS`]
-/// (`--query-gpu=index,uuid,name,pci.bus_id --format=csv,noheader`), empty stdin.
+/// The host GPU table query: `nvidia-smi` with [`sharing_policy::GPU_QUERY_ARGS`]
+/// (`--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id --format=csv,noheader`),
+/// empty stdin: the table, the compute mode and the driver version in one process.
 pub fn gpu_query(timeout: Duration) -> Query {
     Query {
         program: GPU_QUERY_PROGRAM.to_owned(),
-        args: gpu_uuid::TABLE_QUERY_ARGS
-            .iter()
-            .map(|arg| (*arg).to_owned())
-            .collect(),
+        args: GPU_QUERY_ARGS.iter().map(|arg| (*arg).to_owned()).collect(),
         stdin: String::new(),
         env: BTreeMap::new(),
         env_removed: Vec::new(),
@@ -171,7 +205,7 @@ mod tests {
                 assert_eq!(
                     query.args,
                     [
-                        "--query-gpu=index,uuid,name,pci.bus_id",
+                        "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
                         "--format=csv,noheader"
                     ]
                 );

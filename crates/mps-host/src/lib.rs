@@ -15,7 +15,15 @@
 //! - the pid file `<pipe directory>/nvidia-cuda-mps-control.pid` (550+ drivers): at most
 //!   [`PID_FILE_CAP`] bytes, whether the PID is alive and its `/proc/<pid>/comm`
 //!   ([`observe_pid_file`]);
-//! - `nvidia-smi --query-gpu=… --format=csv,noheader` ([`gpu_query`]);
+//! - `nvidia-smi --query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id
+//!   --format=csv,noheader` ([`gpu_query`]);
+//! - the probing user's real and effective UID ([`observe_caller`]); for each server PID the
+//!   daemon listed, its `/proc/<pid>/status` `Uid:` line and `comm` ([`observe_process`]);
+//! - the control daemon's own process: the pid file's PID (550+), else a `/proc` scan bounded
+//!   by [`ProbeOptions::scan_limit`] and the deadline for processes named `nvidia-cuda-mps`;
+//!   each candidate's `Uid:`, `comm`, `cmdline` and the `CUDA_VISIBLE_DEVICES`,
+//!   `CUDA_MPS_PIPE_DIRECTORY`, `CUDA_MPS_PROTOCOL_VERSION` and `CUDA_DEVICE_ORDER` of its
+//!   `environ`, raw, or the OS error of each file that could not be read ([`find_daemon`]);
 //! - `nvidia-cuda-mps-control` with **no arguments**, the read-only [`sharing_policy::DAEMON_PROBE`]
 //!   commands on standard input, standard input then closed, `CUDA_MPS_PIPE_DIRECTORY` set
 //!   explicitly and `CUDA_MPS_PROTOCOL_VERSION` removed ([`daemon_query`]).
@@ -70,11 +78,13 @@
 
 mod capture;
 mod fs;
+mod procfs;
 mod runner;
 
 pub use capture::{
-    PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture, capture_with, daemon_query,
-    gpu_query, read_env,
+    DEFAULT_SCAN_LIMIT, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture,
+    capture_with, daemon_query, gpu_query, read_env,
 };
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
+pub use procfs::{find_daemon, observe_caller, observe_process};
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};

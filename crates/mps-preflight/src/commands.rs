@@ -73,10 +73,15 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
         None => mps_host::capture(&probe_options(&args.request, &request)),
     };
     let findings = sharing_policy::explain(&request, &facts);
+    let warnings = sharing_policy::warnings(&request, &facts);
     let evidence = sharing_policy::validate(&request, &facts).ok();
     let stdout = match args.format {
-        Format::Human => doctor_human(&request, &findings, evidence.as_ref()),
-        Format::Json => json_text(&doctor_json(&findings, evidence.as_ref())),
+        Format::Human => {
+            let mut text = doctor_human(&request, &findings, evidence.as_ref());
+            text.push_str(&warnings_human(&warnings));
+            text
+        }
+        Format::Json => json_text(&doctor_json(&findings, &warnings, evidence.as_ref())),
     };
     if findings.is_empty() {
         return Output::data(stdout);
@@ -158,13 +163,17 @@ fn finding_json(finding: &Finding) -> Value {
     Value::Object(map)
 }
 
-/// `{"ok", "findings": [{code, message, found, why, fix}], "evidence": {…} | null}`.
-fn doctor_json(findings: &[Finding], evidence: Option<&Evidence>) -> Value {
+/// `{"ok", "findings": [{code, message, found, why, fix}], "warnings": [same], "evidence": {…} | null}`.
+fn doctor_json(findings: &[Finding], warnings: &[Finding], evidence: Option<&Evidence>) -> Value {
     let mut map = Map::new();
     map.insert("ok".to_owned(), Value::Bool(findings.is_empty()));
     map.insert(
         "findings".to_owned(),
         findings.iter().map(finding_json).collect(),
+    );
+    map.insert(
+        "warnings".to_owned(),
+        warnings.iter().map(finding_json).collect(),
     );
     map.insert(
         "evidence".to_owned(),
@@ -216,6 +225,23 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
             finding.found,
             finding.why,
             finding.fix
+        );
+    }
+    text
+}
+
+/// Each unverified prerequisite as a warning, with how to verify it (nothing when none).
+fn warnings_human(warnings: &[Finding]) -> String {
+    let mut text = String::new();
+    for warning in warnings {
+        let _ = write!(
+            text,
+            "\nwarning: [{}] {}\n   found:  {}\n   why:    {}\n   verify: {}\n",
+            warning.code.as_str(),
+            warning.message,
+            warning.found,
+            warning.why,
+            warning.fix
         );
     }
     text

@@ -7,8 +7,9 @@ use sharing_policy::Evidence;
 /// The manifest key the evidence is recorded under (the seed's `apply_cuda_process_sharing_manifest`).
 pub const MANIFEST_KEY: &str = "cuda_process_sharing";
 
-/// The evidence keys, in the order they are written: the seed's `to_dict` order, then `daemon_pid`.
-pub const EVIDENCE_KEYS: [&str; 16] = [
+/// The evidence keys, in the order they are written: the seed's `to_dict` order, then
+/// `daemon_pid`, then the keys of "validated means served" (issue 10).
+pub const EVIDENCE_KEYS: [&str; 23] = [
     "configured",
     "effective",
     "validated",
@@ -25,10 +26,17 @@ pub const EVIDENCE_KEYS: [&str; 16] = [
     "server_pid",
     "ambient_server",
     "daemon_pid",
+    "caller_uid",
+    "server_uids",
+    "daemon_visible_devices",
+    "daemon_multiuser",
+    "compute_mode",
+    "driver_version",
+    "unverified",
 ];
 
-/// The evidence as a JSON object: the 16 keys of [`EVIDENCE_KEYS`] in that order, unknown
-/// facts as `null`.
+/// The evidence as a JSON object: the 23 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
 /// use sharing_policy::Evidence;
@@ -39,6 +47,8 @@ pub const EVIDENCE_KEYS: [&str; 16] = [
 ///     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
 ///     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
 ///     server_pid: None, ambient_server: false, daemon_pid: None,
+///     caller_uid: None, server_uids: vec![], daemon_visible_devices: None,
+///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![],
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -65,6 +75,13 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         server_pid,
         ambient_server,
         daemon_pid,
+        caller_uid,
+        server_uids,
+        daemon_visible_devices,
+        daemon_multiuser,
+        compute_mode,
+        driver_version,
+        unverified,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -83,6 +100,16 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         number(*server_pid),
         Value::Bool(*ambient_server),
         number(*daemon_pid),
+        caller_uid.map_or(Value::Null, Value::from),
+        server_uids.iter().copied().map(Value::from).collect(),
+        text(daemon_visible_devices.as_deref()),
+        daemon_multiuser.map_or(Value::Null, Value::Bool),
+        text(compute_mode.as_deref()),
+        text(driver_version.as_deref()),
+        unverified
+            .iter()
+            .map(|code| Value::from(code.as_str()))
+            .collect(),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -103,8 +130,8 @@ fn number(value: Option<i64>) -> Value {
 /// Reads evidence back from JSON: either an evidence object, or a manifest that holds one
 /// under [`MANIFEST_KEY`].
 ///
-/// Unknown keys are ignored and a missing `daemon_pid` reads as `null`, so the seed's
-/// 15-key evidence is accepted too.
+/// Unknown keys are ignored, and a missing `daemon_pid` or issue 10 key reads as `null` (or an
+/// empty list), so the seed's 15-key evidence and the 16-key evidence are accepted too.
 ///
 /// # Errors
 /// A message saying why the value is not evidence (missing key, wrong type).
@@ -164,6 +191,13 @@ mod tests {
             server_pid: Some(4242),
             ambient_server: false,
             daemon_pid: Some(17),
+            caller_uid: Some(1000),
+            server_uids: vec![1000],
+            daemon_visible_devices: Some("GPU-c08d91cb".to_owned()),
+            daemon_multiuser: Some(false),
+            compute_mode: Some("Exclusive_Process".to_owned()),
+            driver_version: Some("550.163.01".to_owned()),
+            unverified: vec![],
         }
     }
 
@@ -216,6 +250,13 @@ mod tests {
             server_pid: None,
             ambient_server: false,
             daemon_pid: None,
+            caller_uid: None,
+            server_uids: vec![],
+            daemon_visible_devices: None,
+            daemon_multiuser: None,
+            compute_mode: None,
+            driver_version: None,
+            unverified: vec![sharing_policy::Code::DaemonScopeUnverified],
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

@@ -23,6 +23,8 @@
 //!     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
 //!     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
 //!     server_pid: None, ambient_server: false, daemon_pid: None,
+//!     caller_uid: None, server_uids: vec![], daemon_visible_devices: None,
+//!     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![],
 //! };
 //!
 //! let dir = tempfile::tempdir()?;

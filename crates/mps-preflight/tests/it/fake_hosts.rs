@@ -228,7 +228,7 @@ fn probe_equals_check_of_capture() {
 
             if probe.code == 0 {
                 let evidence = probe.json(&what);
-                assert_eq!(evidence.as_object().unwrap().len(), 16, "{what}");
+                assert_eq!(evidence.as_object().unwrap().len(), 23, "{what}");
             } else {
                 probe.assert_rejected(&what);
             }
@@ -253,7 +253,7 @@ fn capture_prints_a_snapshot() {
         .env("CUDA_VISIBLE_DEVICES", not_utf8("0,"));
     let run = host.run(&["capture"]);
     let snapshot = run.json("capture");
-    assert_eq!(snapshot["schema"], crate::support::SCHEMA);
+    assert_eq!(snapshot["schema"], "mps-preflight/host-facts/v2");
     assert!(run.stdout.starts_with("{\n  \"schema\""), "{}", run.stdout);
     assert_eq!(
         snapshot["env"]["cuda_visible_devices"]["non_utf8_bytes"],

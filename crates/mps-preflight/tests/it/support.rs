@@ -244,11 +244,17 @@ impl FakeHost {
         self
     }
 
-    /// `nvidia-smi` listing `rows` (`index, uuid, name, pci.bus_id` lines).
+    /// `nvidia-smi` listing `rows` (`index, uuid, name, pci.bus_id` lines), each GPU in the
+    /// `Default` compute mode of driver 550.163.01 (the probe's query asks for those first).
     pub(crate) fn gpus(&mut self, rows: &[&str]) -> &mut Self {
-        let text = rows
-            .iter()
-            .fold(String::new(), |text, row| text + row + "\n");
+        self.gpus_in_mode("Default", rows)
+    }
+
+    /// [`Self::gpus`] with every GPU in compute mode `mode`.
+    pub(crate) fn gpus_in_mode(&mut self, mode: &str, rows: &[&str]) -> &mut Self {
+        let text = rows.iter().fold(String::new(), |text, row| {
+            text + mode + ", 550.163.01, " + row + "\n"
+        });
         self.tool("nvidia-smi", &text, "", 0)
     }
 

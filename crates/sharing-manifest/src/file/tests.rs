@@ -25,6 +25,13 @@ fn evidence() -> Evidence {
         server_pid: None,
         ambient_server: false,
         daemon_pid: Some(7),
+        caller_uid: None,
+        server_uids: vec![],
+        daemon_visible_devices: None,
+        daemon_multiuser: None,
+        compute_mode: None,
+        driver_version: None,
+        unverified: vec![],
     }
 }
 

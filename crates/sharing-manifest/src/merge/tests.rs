@@ -21,6 +21,13 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         server_pid: Some(500),
         ambient_server: false,
         daemon_pid: Some(100),
+        caller_uid: None,
+        server_uids: vec![],
+        daemon_visible_devices: None,
+        daemon_multiuser: None,
+        compute_mode: None,
+        driver_version: None,
+        unverified: vec![],
     }
 }
 

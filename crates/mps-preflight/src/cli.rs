@@ -163,7 +163,7 @@ JSON; each inconsistency is one `error: <code>: <message>` line on stderr.",
 
 Codes: not-evidence, invalid-world-size, world-size-mismatch, rank-out-of-range, duplicate-rank,
 missing-rank, configured-mismatch, effective-mismatch, validated-mismatch, control-pipe-mismatch,
-daemon-mismatch, server-mismatch.
+daemon-mismatch, server-mismatch, daemon-identity-mismatch.
 
 {EXIT_CODES}")
     )]

@@ -38,11 +38,14 @@ pub enum MergeCode {
     DaemonMismatch,
     /// Ranks with one pipe directory saw different MPS servers (`server_pid`).
     ServerMismatch,
+    /// Ranks with one pipe directory claim one daemon but disagree on its identity: its GPU
+    /// scope (`daemon_visible_devices`) or its mode (`daemon_multiuser`), where known.
+    DaemonIdentityMismatch,
 }
 
 impl MergeCode {
     /// Every code, in the order the checks run.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::NoEvidence,
         Self::NotEvidence,
         Self::InvalidWorldSize,
@@ -56,6 +59,7 @@ impl MergeCode {
         Self::ControlPipeMismatch,
         Self::DaemonMismatch,
         Self::ServerMismatch,
+        Self::DaemonIdentityMismatch,
     ];
 
     /// The code as printed: `duplicate-rank`, `world-size-mismatch`, …
@@ -74,6 +78,7 @@ impl MergeCode {
             Self::ControlPipeMismatch => "control-pipe-mismatch",
             Self::DaemonMismatch => "daemon-mismatch",
             Self::ServerMismatch => "server-mismatch",
+            Self::DaemonIdentityMismatch => "daemon-identity-mismatch",
         }
     }
 }
@@ -231,6 +236,7 @@ pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
     check_ranks(&ranks, &mut findings);
     check_modes(&ranks, &mut findings);
     check_hosts(&ranks, &mut findings);
+    check_daemon_identity(&ranks, &mut findings);
     findings.sort_by_key(|finding| finding.code);
     MergeReport { ranks, findings }
 }
@@ -407,6 +413,50 @@ fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
                 ),
                 &servers,
                 |pid| format!("server_pid {pid}"),
+            ));
+        }
+    }
+}
+
+/// A daemon's identity as one rank saw it: its GPU scope and multi-user mode.
+type DaemonIdentity = (Option<String>, Option<bool>);
+
+/// Ranks that claim one daemon (one `pipe_directory`) must agree on its identity where they
+/// observed it: its GPU scope and whether it runs in multi-user mode (issue 10). A null is
+/// not a disagreement: that rank could not see it.
+fn check_daemon_identity(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
+    for (directory, _) in group(ranks, |evidence| evidence.pipe_directory.clone()) {
+        let Some(directory) = directory else { continue };
+        let host: Vec<RankRecord> = ranks
+            .iter()
+            .filter(|record| record.evidence.pipe_directory.as_deref() == Some(directory.as_str()))
+            .cloned()
+            .collect();
+        let identities: Vec<(DaemonIdentity, Vec<String>)> = group(&host, |e| {
+            (e.daemon_visible_devices.clone(), e.daemon_multiuser)
+        })
+        .into_iter()
+        .filter(|((scope, multiuser), _)| scope.is_some() || multiuser.is_some())
+        .collect();
+        let scopes: BTreeSet<&String> = identities
+            .iter()
+            .filter_map(|((s, _), _)| s.as_ref())
+            .collect();
+        let modes: BTreeSet<bool> = identities.iter().filter_map(|((_, m), _)| *m).collect();
+        if scopes.len() > 1 || modes.len() > 1 {
+            findings.push(mismatch(
+                MergeCode::DaemonIdentityMismatch,
+                &format!(
+                    "ranks using pipe directory '{directory}' disagree on the control daemon's identity (its GPU scope or multi-user mode): the daemon restarted with other settings between probes, or these ranks ran on different hosts"
+                ),
+                &identities,
+                |(scope, multiuser)| {
+                    format!(
+                        "daemon_visible_devices {}, daemon_multiuser {}",
+                        json_text(scope.as_deref()),
+                        multiuser.map_or_else(|| "null".to_owned(), |m| m.to_string())
+                    )
+                },
             ));
         }
     }

@@ -187,6 +187,34 @@ fn host_problems() {
 }
 
 #[test]
+fn ranks_of_one_daemon_agree_on_its_identity() {
+    let mut scoped = rank(0, 3);
+    scoped.daemon_visible_devices = Some("GPU-8932f937".to_owned());
+    let mut unknown = rank(1, 3); // could not read the daemon's environment: no disagreement
+    unknown.daemon_visible_devices = None;
+    let mut same = rank(2, 3);
+    same.daemon_visible_devices = Some("GPU-8932f937".to_owned());
+    let report = merge(&inputs(&[scoped.clone(), unknown.clone(), same.clone()]));
+    assert!(report.is_consistent(), "{}", render(&report));
+
+    let mut other = same.clone();
+    other.daemon_visible_devices = Some("GPU-5a88edbe".to_owned());
+    let report = merge(&inputs(&[scoped.clone(), unknown.clone(), other]));
+    assert_eq!(codes(&report), ["daemon-identity-mismatch"]);
+    assert!(
+        render(&report).contains("GPU-5a88edbe"),
+        "{}",
+        render(&report)
+    );
+
+    let mut multiuser = same;
+    multiuser.daemon_multiuser = Some(true);
+    scoped.daemon_multiuser = Some(false);
+    let report = merge(&inputs(&[scoped, unknown, multiuser]));
+    assert_eq!(codes(&report), ["daemon-identity-mismatch"]);
+}
+
+#[test]
 fn separate_pipe_directories_are_separate_daemons() {
     let mut other = rank(1, 2);
     other.pipe_directory = Some("/run/mps-gpu1".to_owned());

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sharing_policy::{FileKind, HostFacts, QueryOutcome, SCHEMA_V1};
+use sharing_policy::{DaemonSearchMethod, FileKind, HostFacts, OsText, QueryOutcome, SCHEMA};
 
 fn recorded(kind: &str) -> Vec<(PathBuf, HostFacts)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts");
@@ -41,7 +41,7 @@ fn answer(facts: &HostFacts) -> (Option<i32>, &str, &str) {
 #[test]
 fn the_idle_capture_shows_a_live_idle_daemon() {
     for (path, facts) in recorded("idle") {
-        assert_eq!(facts.schema, SCHEMA_V1, "{path:?}");
+        assert_eq!(facts.schema, SCHEMA, "{path:?}");
         assert_eq!(answer(&facts), (Some(0), "100.0\n", ""), "{path:?}");
         assert_eq!(
             facts.control_pipe.as_ref().unwrap().lstat.kind,
@@ -51,13 +51,37 @@ fn the_idle_capture_shows_a_live_idle_daemon() {
             facts.gpu_query.as_ref().unwrap().outcome,
             QueryOutcome::SpawnFailed { .. }
         ));
+        // v2: the daemon's own process, through the pid file (550) or a /proc scan (535).
+        let search = facts.daemon_process.as_ref().unwrap();
+        let expected = if facts.pid_file.as_ref().unwrap().contents.is_some() {
+            DaemonSearchMethod::PidFile
+        } else {
+            DaemonSearchMethod::ProcScan
+        };
+        assert_eq!(search.method, expected, "{path:?}");
+        let pipe = facts.env.effective_pipe_directory();
+        let daemons: Vec<_> = search
+            .processes
+            .iter()
+            .filter(|p| {
+                p.cmdline
+                    .as_deref()
+                    .is_some_and(|c| c.last() == Some(&OsText::from("-d")))
+                    && p.environ
+                        .as_ref()
+                        .and_then(|e| e.get("CUDA_MPS_PIPE_DIRECTORY"))
+                        == Some(&pipe)
+            })
+            .collect();
+        assert_eq!(daemons.len(), 1, "{path:?}: {search:?}");
+        assert_eq!(facts.caller.unwrap().euid, 0, "recorded as root");
     }
 }
 
 #[test]
 fn the_stale_capture_shows_a_socket_without_a_daemon() {
     for (path, facts) in recorded("stale") {
-        assert_eq!(facts.schema, SCHEMA_V1, "{path:?}");
+        assert_eq!(facts.schema, SCHEMA, "{path:?}");
         assert_eq!(
             answer(&facts),
             (Some(1), "", "Cannot find MPS control daemon process\n"),

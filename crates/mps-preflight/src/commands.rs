@@ -204,6 +204,17 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
         }
         let gpu = evidence.learner_gpu_uuid.as_deref().unwrap_or("?");
         let pipe = evidence.control_pipe.as_deref().unwrap_or("?");
+        if !evidence.unverified.is_empty() {
+            let count = evidence.unverified.len();
+            let noun = if count == 1 {
+                "prerequisite"
+            } else {
+                "prerequisites"
+            };
+            return format!(
+                "ok: nothing blocks the {mode} request: learner and collector share GPU {gpu}, and the control daemon at {pipe} answered; {count} {noun} could not be verified (warnings below; --require-verified rejects them).\n"
+            );
+        }
         return format!(
             "ok: every prerequisite of the {mode} request is met: learner and collector share GPU {gpu}, and the control daemon at {pipe} answered.\n"
         );

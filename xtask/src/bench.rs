@@ -35,10 +35,10 @@ const SLOW_RUNS: usize = 3;
 /// The deadline of each host query in the hang and flood cases.
 const SLOW_TIMEOUT_MS: u64 = 1000;
 
-const GPU_ROW: &str =
-    "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
+/// One row of the v2 GPU query (issue 10): compute mode and driver version, then the table.
+const GPU_ROW: &str = "Default, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
 const GPU_QUERY_ARGS: [&str; 2] = [
-    "--query-gpu=index,uuid,name,pci.bus_id",
+    "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
     "--format=csv,noheader",
 ];
 /// What `probe` writes to the daemon front-end (sharing-policy's `DAEMON_PROBE`).

@@ -95,10 +95,19 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     let directory = facts.env.effective_pipe_directory();
     let gpu = gpu_query(options.timeout);
     let daemon = daemon_query(&directory, &DAEMON_PROBE, options.timeout);
+    let (root, deadline) = (&options.proc_root, started + options.timeout);
+    let mut search = None;
     std::thread::scope(|scope| {
         let gpu = scope.spawn(|| runner.run(&gpu));
         let daemon = scope.spawn(|| runner.run(&daemon));
         facts.control_pipe = Some(observe_control_pipe(&facts.env));
+        // The daemon's process is looked for while the queries run, so a /proc scan costs
+        // no extra time when the queries take longer than it.
+        let early = observe_pid_file(&facts.env);
+        search = Some((
+            find_daemon(root, &early, options.scan_limit, deadline),
+            early,
+        ));
         // A runner that panicked recorded nothing: that query stays unobserved.
         facts.daemon_query = daemon.join().ok();
         // The pid file's liveness is read after the daemon query ended, so a daemon that died
@@ -107,7 +116,6 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         facts.gpu_query = gpu.join().ok();
     });
     facts.caller = Some(observe_caller());
-    let root = &options.proc_root;
     let servers = facts.daemon_query.as_ref().map_or_else(Vec::new, |query| {
         sharing_policy::listed_server_pids(query, &directory)
     });
@@ -119,8 +127,13 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
             .collect(),
     );
     if let Some(pid_file) = &facts.pid_file {
-        let deadline = started + options.timeout;
-        facts.daemon_process = Some(find_daemon(root, pid_file, options.scan_limit, deadline));
+        // The early search stands unless the pid file changed its verdict meanwhile (a daemon
+        // that started or stopped during the query): then search again, after the fact.
+        let identified = sharing_policy::pid_file_daemon_pid;
+        facts.daemon_process = match search {
+            Some((search, early)) if identified(&early) == identified(pid_file) => Some(search),
+            _ => Some(find_daemon(root, pid_file, options.scan_limit, deadline)),
+        };
     }
     facts
 }

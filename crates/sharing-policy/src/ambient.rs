@@ -103,7 +103,11 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     evidence.collector_gpu_uuid = collector.map(|uuid| uuid.canonical_token());
     let gpu = collector.or_else(|| learner_index.and_then(resolve));
     let served = served::served_facts(facts, &text, gpu, directory.as_bytes());
-    evidence.daemon_pid = evidence.daemon_pid.or(served.daemon_pid);
+    // A scan saw the daemon's process at some moment of the probe; only its answer proves it
+    // is still the daemon there, so its PID is claimed only for a live daemon.
+    if evidence.ambient_server {
+        evidence.daemon_pid = evidence.daemon_pid.or(served.daemon_pid);
+    }
     evidence.caller_uid = served.caller_uid;
     evidence.server_uids = served.server_uids;
     evidence.daemon_visible_devices = served.daemon_visible_devices;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::support::{FakeHost, GPU0, GPU1, MPS_REQUEST, args, not_utf8};
+use crate::support::{FakeHost, GPU0, GPU1, MPS_REQUEST, NO_SUCH_PID_LINE, args, not_utf8};
 
 /// The requests every fake host is probed with.
 fn requests() -> Vec<Vec<&'static str>> {
@@ -81,7 +81,7 @@ fn hosts() -> Vec<(&'static str, FakeHost, Option<u32>)> {
     let mut out = Vec::new();
 
     let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("4242\n").socket();
+    host.one_gpu().daemon_answers(NO_SUCH_PID_LINE).socket();
     let pid = host.live_daemon_pid();
     out.push(("healthy-socket-with-server", host, Some(pid)));
 

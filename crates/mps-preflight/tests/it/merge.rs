@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::support::{FakeHost, MPS_REQUEST, args};
+use crate::support::{FakeHost, MPS_REQUEST, NO_SUCH_PID_LINE, args};
 
 /// Probes rank `rank` of `world` on `host` into `<name>`, as a manifest.
 fn rank_manifest(host: &FakeHost, name: &str, rank: &str, world: &str) -> Value {
@@ -18,7 +18,7 @@ fn rank_manifest(host: &FakeHost, name: &str, rank: &str, world: &str) -> Value 
 #[test]
 fn a_consistent_run_merges() {
     let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("4242\n").socket();
+    host.one_gpu().daemon_answers(NO_SUCH_PID_LINE).socket();
     rank_manifest(&host, "rank0.json", "0", "2");
     let evidence = rank_manifest(&host, "rank1.json", "1", "2");
     std::fs::write(host.root().join("bare1.json"), evidence.to_string()).unwrap();
@@ -35,7 +35,7 @@ fn a_consistent_run_merges() {
 #[test]
 fn inconsistencies_exit_1_with_one_line_each() {
     let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("4242\n").socket();
+    host.one_gpu().daemon_answers(NO_SUCH_PID_LINE).socket();
     rank_manifest(&host, "a.json", "0", "3");
     rank_manifest(&host, "b.json", "0", "3");
     std::fs::write(host.root().join("other.json"), "{\"run_id\": \"r1\"}").unwrap();

@@ -11,6 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::RwLock;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mps-preflight");
+/// A server PID line for a fake daemon: above Linux's largest `pid_max` (2^22), so the probe's
+/// `/proc/<pid>` reads find no process, whatever runs on this machine.
+pub(crate) const NO_SUCH_PID_LINE: &str = "4194399\n";
+
 pub(crate) const SCHEMA: &str = "mps-preflight/host-facts/v1";
 
 /// GPU UUIDs of the fake hosts (from notes/visibility.md's example tables).

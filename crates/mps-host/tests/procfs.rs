@@ -8,11 +8,19 @@
     clippy::panic
 )]
 
+mod common;
+
+use std::ffi::OsString;
+use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mps_host::{find_daemon, observe_process};
-use sharing_policy::{CapturedText, DaemonSearchMethod, OsText, PidFileFacts};
+use common::daemon::os_text;
+use common::{fake_program, short_tempdir};
+use mps_host::{ProbeOptions, ProcessRunner, capture_with, find_daemon, observe_process};
+use sharing_policy::{
+    CapturedText, Code, DaemonSearchMethod, EnvFacts, OsText, PidFileFacts, Request, validate,
+};
 
 /// Writes `root/<pid>/{status,comm,cmdline,environ}`; `None` leaves a file out.
 fn fake_process(
@@ -182,4 +190,132 @@ fn a_scan_of_ten_thousand_entries_stops_at_its_bounds() {
     assert_eq!(late.stopped.as_deref(), Some("deadline"));
     let missing = find_daemon(&root.path().join("nope"), &no_pid_file(), 10, later());
     assert!(missing.error.is_some());
+}
+
+const GPU_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
+
+/// One fake host end to end: fake tools on a temp PATH, a real control socket, and a fake
+/// `/proc` holding the daemon (PID 2718, started `daemon_args`, with `daemon_mask`) and the
+/// server 4428 of `server_uid`; `mode` is the GPUs' compute mode.
+fn served_capture(
+    daemon_args: &[&str],
+    daemon_mask: &str,
+    server_uid: u32,
+    mode: &str,
+) -> sharing_policy::HostFacts {
+    let dir = short_tempdir("mpsf");
+    let (bin, pipe, proc) = (
+        dir.path().join("bin"),
+        dir.path().join("pipe"),
+        dir.path().join("proc"),
+    );
+    for sub in [&bin, &pipe, &proc] {
+        std::fs::create_dir(sub).unwrap();
+    }
+    let _socket = UnixListener::bind(pipe.join("control")).unwrap();
+    fake_program(
+        &bin,
+        "nvidia-smi",
+        &format!(
+            "printf '{mode}, 535.261.03, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n'"
+        ),
+    );
+    fake_program(
+        &bin,
+        "nvidia-cuda-mps-control",
+        "cat >/dev/null; printf '100.0\\n4428\\n'",
+    );
+    let pipe_env = format!("CUDA_MPS_PIPE_DIRECTORY={}", pipe.display());
+    let mask_env = format!("CUDA_VISIBLE_DEVICES={daemon_mask}");
+    let cmdline: Vec<&str> = std::iter::once("nvidia-cuda-mps-control")
+        .chain(daemon_args.iter().copied())
+        .collect();
+    fake_process(
+        &proc,
+        2718,
+        0,
+        "nvidia-cuda-mps",
+        Some(&cmdline),
+        Some(&[pipe_env.as_str(), mask_env.as_str()]),
+    );
+    fake_process(
+        &proc,
+        4428,
+        server_uid,
+        "nvidia-cuda-mps",
+        Some(&["nvidia-cuda-mps-server"]),
+        None,
+    );
+    let options = ProbeOptions {
+        timeout: Duration::from_secs(20),
+        search_path: Some(OsString::from(&bin)),
+        proc_root: proc,
+        ..ProbeOptions::default()
+    };
+    let runner = ProcessRunner {
+        search_path: options.search_path.clone(),
+        ..ProcessRunner::default()
+    };
+    let env = EnvFacts {
+        cuda_mps_pipe_directory: Some(os_text(&pipe)),
+        ..EnvFacts::default()
+    };
+    capture_with(env, &runner, &options)
+}
+
+#[test]
+fn fake_proc_and_fake_tools_decide_each_served_rule() {
+    let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+    let strict = Request {
+        require_verified: true,
+        ..request.clone()
+    };
+    let ours = rustix::process::geteuid().as_raw();
+    let other = ours + 1;
+
+    let served = served_capture(&["-d"], GPU_A, ours, "Exclusive_Process");
+    assert_eq!(
+        served.daemon_process.as_ref().unwrap().method,
+        DaemonSearchMethod::ProcScan
+    );
+    let evidence = validate(&strict, &served).unwrap();
+    assert_eq!(evidence.unverified, []);
+    assert_eq!(evidence.server_uids, [ours]);
+    assert_eq!(evidence.daemon_pid, Some(2718));
+    assert_eq!(evidence.daemon_visible_devices.as_deref(), Some(GPU_A));
+    assert_eq!(evidence.compute_mode.as_deref(), Some("Exclusive_Process"));
+    assert_eq!(evidence.driver_version.as_deref(), Some("535.261.03"));
+
+    let another = served_capture(&["-d"], GPU_A, other, "Default");
+    let rejection = validate(&request, &another).unwrap_err();
+    assert_eq!(rejection.code(), Code::ServerOfAnotherUser, "{rejection}");
+    assert!(rejection.to_string().contains(&format!("uid {other}")));
+
+    let multiuser = served_capture(&["-d", "-m"], GPU_A, other, "Default");
+    let evidence = validate(&strict, &multiuser).unwrap();
+    assert_eq!(evidence.daemon_multiuser, Some(true));
+
+    let scoped_elsewhere = served_capture(&["-d"], "GPU-5a88edbe", ours, "Default");
+    let code = validate(&request, &scoped_elsewhere).unwrap_err().code();
+    assert_eq!(code, Code::GpuOutsideDaemonScope);
+
+    let by_index = served_capture(&["-d"], "0", ours, "Default");
+    assert!(
+        validate(&strict, &by_index).is_ok(),
+        "one GPU: index 0 is it"
+    );
+
+    for (mode, code) in [
+        ("Prohibited", Some(Code::ComputeModeForbidsSharing)),
+        ("Exclusive_Thread", Some(Code::ComputeModeForbidsSharing)),
+        ("Default", None),
+        ("[N/A]", Some(Code::ComputeModeUnverified)),
+    ] {
+        let facts = served_capture(&["-d"], GPU_A, ours, mode);
+        assert_eq!(
+            validate(&strict, &facts).err().map(|r| r.code()),
+            code,
+            "{mode}"
+        );
+    }
 }

@@ -18,8 +18,12 @@
 //!
 //! The checks, in the reference implementation's order: mode, snapshot schema, backend, Linux,
 //! rank, a collector, CUDA device strings, the learner's GPU, the collector's GPU and that they
-//! are one, the control pipe (path length, presence, kind, access) and the daemon's answer. The
-//! crate README lists every code.
+//! are one, the control pipe (path length, presence, kind, access) and the daemon's answer; then
+//! whether that daemon will serve both processes on that GPU (schema v2): its GPU scope, the
+//! owner of its servers, and the GPU's compute mode. What could not be observed there is not a
+//! pass and not a rejection: [`Evidence::unverified`] lists it (and [`warnings`] says how to
+//! verify it), unless [`Request::require_verified`] makes it a rejection. The crate README lists
+//! every code.
 //!
 //! ROCm/HIP checks do not apply: the reference rejected a ROCm/HIP `PyTorch` build, but this
 //! validator runs no `PyTorch`; GPUs are identified from `nvidia-smi` and `CUDA_VISIBLE_DEVICES`.

@@ -60,7 +60,7 @@ pub const DAEMON_QUERY_PROGRAM: &str = "nvidia-cuda-mps-control";
 
 /// A raw OS string kept losslessly: JSON text when it is UTF-8, else its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum OsText {
     /// Valid UTF-8.
     Text(String),
@@ -395,4 +395,23 @@ pub fn parse_pid(text: &str) -> Option<i64> {
         return None;
     }
     trimmed.parse::<i64>().ok().filter(|pid| *pid > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_refused_at_every_depth() {
+        let bytes: OsText = serde_json::from_str(r#"{"non_utf8_bytes": [255]}"#).unwrap();
+        assert_eq!(bytes.as_bytes(), [255]);
+        assert!(serde_json::from_str::<OsText>(r#"{"non_utf8_bytes": [255], "x": 1}"#).is_err());
+        let outcome = r#"{"status": "spawn_failed", "error": "x"}"#;
+        assert!(serde_json::from_str::<QueryOutcome>(outcome).is_ok());
+        let extra = r#"{"status": "spawn_failed", "error": "x", "retried": true}"#;
+        let err = serde_json::from_str::<QueryOutcome>(extra).unwrap_err();
+        assert!(err.to_string().contains("retried"), "{err}");
+        let caller = r#"{"uid": 0, "euid": 0, "gid": 0}"#;
+        assert!(serde_json::from_str::<CallerFacts>(caller).is_err());
+    }
 }

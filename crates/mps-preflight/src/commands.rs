@@ -133,11 +133,16 @@ fn probe_options(args: &RequestArgs, request: &Request) -> ProbeOptions {
 /// The snapshot, with `--learner-uuid` (when given) replacing the recorded one, exactly as
 /// `probe` puts it into a fresh capture.
 fn load_snapshot(path: &Path, args: &RequestArgs) -> Result<HostFacts, Output> {
-    let mut facts = snapshot::load(path).map_err(Output::input)?;
+    let facts = snapshot::load(path).map_err(Output::input)?;
+    Ok(with_learner_uuid(facts, args))
+}
+
+/// `facts` with `--learner-uuid` (when given) replacing the recorded learner UUID.
+pub(crate) fn with_learner_uuid(mut facts: HostFacts, args: &RequestArgs) -> HostFacts {
     if let Some(uuid) = &args.learner_uuid {
         facts.learner_uuid = Some(uuid.clone());
     }
-    Ok(facts)
+    facts
 }
 
 /// Exit 0 with the evidence as one JSON object, or exit 1 with the rejection.
@@ -222,7 +227,7 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
 }
 
 /// Temp file in the same directory, write, fsync, rename.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

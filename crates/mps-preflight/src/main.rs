@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod output;
 mod snapshot;
+mod suite;
 mod visibility;
 
 use std::process::ExitCode;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Visibility(args) => visibility::visibility(args),
         Command::Doctor(args) => commands::doctor(args),
         Command::Merge(args) => commands::merge(args),
+        Command::Test(args) => suite::test(args),
     };
     output.emit()
 }

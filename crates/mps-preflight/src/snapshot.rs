@@ -1,5 +1,6 @@
 //! Loading a host-facts snapshot: capped, regular files only, this schema only.
 
+use std::fmt::Display;
 use std::path::Path;
 
 use serde_json::Value;
@@ -9,7 +10,12 @@ use sharing_policy::{HostFacts, SCHEMA};
 /// names the file and says what to do.
 pub(crate) fn load(path: &Path) -> Result<HostFacts, String> {
     let value = sharing_manifest::read_json_file(path).map_err(|err| err.to_string())?;
-    let shown = path.display();
+    from_value(value, &path.display())
+}
+
+/// A snapshot already read as JSON (an inline snapshot of a `test` case), `shown` as where it
+/// came from in messages: the same checks as [`load`].
+pub(crate) fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts, String> {
     match value.get("schema") {
         Some(Value::String(schema)) if schema == SCHEMA => {}
         Some(Value::String(schema)) => {

@@ -17,5 +17,6 @@ mod help;
 mod manifest;
 mod merge;
 mod suggestions;
+mod suite;
 mod support;
 mod visibility;

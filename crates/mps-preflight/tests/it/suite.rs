@@ -350,3 +350,29 @@ fn test_never_touches_the_host() {
     assert_eq!(run.code, 0, "{}", run.render());
     assert!(!touched.exists(), "test ran a host tool");
 }
+
+#[test]
+fn the_offline_testing_page_shows_the_real_suite_and_its_real_output() {
+    let page = fs::read_to_string(root().join("docs/offline-testing.md")).unwrap();
+    let block = |fence: &str| -> String {
+        let start = page.find(fence).unwrap() + fence.len();
+        let end = start + page[start..].find("\n```").unwrap();
+        page[start..end].to_owned()
+    };
+    let file = "fixtures/failing-cases/deliberately-failing.cases.json";
+    let shown = block("```json\n{\n  \"description\"");
+    let actual = fs::read_to_string(root().join(file)).unwrap();
+    assert_eq!(
+        format!("{{\n  \"description\"{shown}\n"),
+        actual,
+        "the page shows {file} whole"
+    );
+
+    let console = block("```console\n");
+    let (command, output) = console.split_once('\n').unwrap();
+    assert_eq!(command, format!("$ mps-preflight test {file}"));
+    let mut run = std::process::Command::new(crate::support::BIN);
+    let run = crate::support::finish(run.arg("test").arg(file).current_dir(root()).env_clear());
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, format!("{output}\n"));
+}

@@ -22,7 +22,7 @@
 //!     learner_device: Some("cpu".to_owned()), collector_device: None,
 //!     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
 //!     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
-//!     server_pid: None, ambient_server: false, daemon_pid: None,
+//!     server_pid: None, ambient_server: false, daemon_pid: None, host_name: None,
 //! };
 //!
 //! let dir = tempfile::tempdir()?;

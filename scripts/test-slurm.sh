@@ -30,6 +30,12 @@ for tool in jq srun sinfo scontrol munged; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
 done
 
+# docs/fleet.md prints each recipe; the printed file must be the file run here.
+for recipe in contrib/slurm/*.sh; do
+    printed="$(sed -n "\|^<!-- $recipe -->\$|,\|^\`\`\`\$|p" docs/fleet.md | sed '1,2d;$d')"
+    [ "$printed" = "$(cat "$recipe")" ] || fail "docs/fleet.md does not print $recipe as it is"
+done
+
 if [ -z "${MPS_PREFLIGHT_BIN:-}" ]; then
     cargo build -q -p mps-preflight
     MPS_PREFLIGHT_BIN="${CARGO_TARGET_DIR:-$repo/target}/debug/mps-preflight"

@@ -54,14 +54,24 @@ impl Default for ProbeOptions {
 }
 
 /// Observes this host: reads the environment, then [`capture_with`] a [`ProcessRunner`] built
-/// from `options`. Never fails; whatever could not be observed is recorded as such.
+/// from `options`, and records the host name ([`read_host_name`]). Never fails; whatever could
+/// not be observed is recorded as such.
 pub fn capture(options: &ProbeOptions) -> HostFacts {
     let runner = ProcessRunner {
         stdout_cap: options.output_cap,
         stderr_cap: options.output_cap,
         search_path: options.search_path.clone(),
     };
-    capture_with(read_env(), &runner, options)
+    let mut facts = capture_with(read_env(), &runner, options);
+    facts.host_name = Some(read_host_name());
+    facts
+}
+
+/// This host's name: `uname(2)`'s `nodename`, byte for byte (a system call, no file or
+/// process; the kernel bounds it to 64 bytes). What Slurm calls the node is usually this name
+/// or its first label (`hostname -s`).
+pub fn read_host_name() -> OsText {
+    OsText::from_bytes(rustix::system::uname().nodename().to_bytes().to_vec())
 }
 
 /// Observes the host as `env` describes it, running queries through `runner`: the GPU table

@@ -6,7 +6,7 @@ mod runner;
 
 pub use capture::{
     PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture, capture_with, daemon_query,
-    gpu_query, read_env,
+    gpu_query, read_env, read_host_name,
 };
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};

@@ -7,8 +7,9 @@ use sharing_policy::Evidence;
 /// The manifest key the evidence is recorded under (the seed's `apply_cuda_process_sharing_manifest`).
 pub const MANIFEST_KEY: &str = "cuda_process_sharing";
 
-/// The evidence keys, in the order they are written: the seed's `to_dict` order, then `daemon_pid`.
-pub const EVIDENCE_KEYS: [&str; 16] = [
+/// The evidence keys, in the order they are written: the seed's `to_dict` order, then
+/// `daemon_pid`, then `host_name`.
+pub const EVIDENCE_KEYS: [&str; 17] = [
     "configured",
     "effective",
     "validated",
@@ -25,9 +26,10 @@ pub const EVIDENCE_KEYS: [&str; 16] = [
     "server_pid",
     "ambient_server",
     "daemon_pid",
+    "host_name",
 ];
 
-/// The evidence as a JSON object: the 16 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 17 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null`.
 ///
 /// ```
@@ -38,7 +40,7 @@ pub const EVIDENCE_KEYS: [&str; 16] = [
 ///     learner_device: Some("cpu".to_owned()), collector_device: None,
 ///     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
 ///     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
-///     server_pid: None, ambient_server: false, daemon_pid: None,
+///     server_pid: None, ambient_server: false, daemon_pid: None, host_name: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -65,6 +67,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         server_pid,
         ambient_server,
         daemon_pid,
+        host_name,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -83,6 +86,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         number(*server_pid),
         Value::Bool(*ambient_server),
         number(*daemon_pid),
+        text(host_name.as_deref()),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -103,8 +107,8 @@ fn number(value: Option<i64>) -> Value {
 /// Reads evidence back from JSON: either an evidence object, or a manifest that holds one
 /// under [`MANIFEST_KEY`].
 ///
-/// Unknown keys are ignored and a missing `daemon_pid` reads as `null`, so the seed's
-/// 15-key evidence is accepted too.
+/// Unknown keys are ignored and a missing `daemon_pid` or `host_name` reads as `null`, so the
+/// seed's 15-key evidence (and the 16-key evidence before `host_name`) is accepted too.
 ///
 /// # Errors
 /// A message saying why the value is not evidence (missing key, wrong type).
@@ -164,6 +168,7 @@ mod tests {
             server_pid: Some(4242),
             ambient_server: false,
             daemon_pid: Some(17),
+            host_name: Some("gpu-node-07".to_owned()),
         }
     }
 
@@ -216,6 +221,7 @@ mod tests {
             server_pid: None,
             ambient_server: false,
             daemon_pid: None,
+            host_name: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());
@@ -232,7 +238,9 @@ mod tests {
         assert_eq!(evidence_from_json(&manifest).unwrap(), evidence);
         let mut seed = json;
         seed.as_object_mut().unwrap().shift_remove("daemon_pid");
-        assert_eq!(evidence_from_json(&seed).unwrap().daemon_pid, None);
+        seed.as_object_mut().unwrap().shift_remove("host_name");
+        let read = evidence_from_json(&seed).unwrap();
+        assert_eq!((read.daemon_pid, read.host_name), (None, None));
     }
 
     #[test]

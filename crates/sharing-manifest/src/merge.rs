@@ -198,14 +198,14 @@ const LIST_LIMIT: usize = 8;
 /// - every rank is in `0..world_size`, appears once, and (when the world sizes agree) every
 ///   rank of `0..world_size` appears;
 /// - all ranks agree on `configured`, `effective` and `validated`;
-/// - ranks that name one `pipe_directory` (ranks on one host) name the same control pipe
-///   and kind, and agree on the control daemon (`daemon_pid`) and the MPS server
+/// - ranks on one host (`host_name`) that name one `pipe_directory` name the same control
+///   pipe and kind, and agree on the control daemon (`daemon_pid`) and the MPS server
 ///   (`server_pid`), where those were seen (`null` is not a disagreement: an idle daemon
 ///   has no server yet).
 ///
-/// Ranks on different hosts that use the same path (the default `/tmp/nvidia-mps`) look
-/// like one host here, since the evidence names no host: give each node its own pipe
-/// directory, or merge per node.
+/// Ranks on different hosts legitimately see different daemons, so these checks run per host.
+/// Evidence recorded before `host_name` existed (`null`) is one host of its own: such ranks on
+/// different nodes that use the same path (the default `/tmp/nvidia-mps`) look like one host.
 pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
     let mut findings = Vec::new();
     let mut ranks = Vec::new();
@@ -353,7 +353,20 @@ fn check_modes(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
     }
 }
 
+/// The per-host checks, for each host (`host_name`; unknown is one group) on its own.
 fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
+    for (host_name, _) in group(ranks, |evidence| evidence.host_name.clone()) {
+        let on_host: Vec<RankRecord> = ranks
+            .iter()
+            .filter(|record| record.evidence.host_name == host_name)
+            .cloned()
+            .collect();
+        check_host(host_name.as_deref(), &on_host, findings);
+    }
+}
+
+/// The checks of the ranks of one host, per pipe directory.
+fn check_host(host_name: Option<&str>, ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
     for (directory, _) in group(ranks, |evidence| evidence.pipe_directory.clone()) {
         let Some(directory) = directory else { continue };
         let host: Vec<RankRecord> = ranks
@@ -361,6 +374,10 @@ fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
             .filter(|record| record.evidence.pipe_directory.as_deref() == Some(directory.as_str()))
             .cloned()
             .collect();
+        let scope = match host_name {
+            Some(name) => format!("ranks on host '{name}' using pipe directory '{directory}'"),
+            None => format!("ranks using pipe directory '{directory}'"),
+        };
         let pipes = group(&host, |evidence| {
             (
                 evidence.control_pipe.clone(),
@@ -370,7 +387,7 @@ fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
         if pipes.len() > 1 {
             findings.push(mismatch(
                 MergeCode::ControlPipeMismatch,
-                &format!("ranks using pipe directory '{directory}' name different control pipes"),
+                &format!("{scope} name different control pipes"),
                 &pipes,
                 |(path, kind)| {
                     format!(
@@ -392,7 +409,7 @@ fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
             findings.push(mismatch(
                 MergeCode::DaemonMismatch,
                 &format!(
-                    "ranks using pipe directory '{directory}' saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory)"
+                    "{scope} saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory)"
                 ),
                 &daemons,
                 |pid| format!("daemon_pid {pid}"),
@@ -403,7 +420,7 @@ fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
             findings.push(mismatch(
                 MergeCode::ServerMismatch,
                 &format!(
-                    "ranks using pipe directory '{directory}' saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts)"
+                    "{scope} saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts)"
                 ),
                 &servers,
                 |pid| format!("server_pid {pid}"),

@@ -32,6 +32,7 @@ fn evidence() -> Evidence {
         server_pid: None,
         ambient_server: false,
         daemon_pid: None,
+        host_name: None,
     }
 }
 

@@ -38,10 +38,12 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         server_pid: None,
         ambient_server: false,
         daemon_pid: None,
+        host_name: None,
     };
     if facts.schema != SCHEMA {
         return evidence;
     }
+    evidence.host_name = facts.host_name.as_ref().map(OsText::to_string_lossy);
     let env = &facts.env;
     evidence.pipe_directory_env = env
         .cuda_mps_pipe_directory

@@ -246,6 +246,7 @@ pub(crate) fn explicit(
         server_pid: host.server_pid,
         ambient_server: false,
         daemon_pid: host.daemon_pid,
+        host_name: facts.host_name.as_ref().map(crate::OsText::to_string_lossy),
     })
 }
 

@@ -1,6 +1,7 @@
 use serde::{Deserialize, Serialize};
 
-/// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid`.
+/// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid` and
+/// `host_name`.
 ///
 /// Field order is the JSON key order; keep it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,4 +38,7 @@ pub struct Evidence {
     pub ambient_server: bool,
     /// The control daemon's PID from its pid file, when that process is alive.
     pub daemon_pid: Option<i64>,
+    /// The host the rank ran on ([`crate::HostFacts::host_name`], lossy UTF-8; null when not
+    /// recorded). `merge` groups its per-host checks by it.
+    pub host_name: Option<String>,
 }

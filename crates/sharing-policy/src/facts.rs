@@ -89,6 +89,11 @@ pub struct HostFacts {
     pub pid_file: Option<PidFileFacts>,
     /// The learner's GPU UUID as its own CUDA runtime reported it, when the caller gave one.
     pub learner_uuid: Option<String>,
+    /// The host's name as `uname(2)` gives it (`nodename`), raw. Recorded in the evidence so
+    /// that `merge` can tell ranks on different nodes apart. Absent from older snapshots
+    /// (read as `None`) and left out of the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<OsText>,
 }
 
 impl HostFacts {
@@ -103,6 +108,7 @@ impl HostFacts {
             daemon_query: None,
             pid_file: None,
             learner_uuid: None,
+            host_name: None,
         }
     }
 }

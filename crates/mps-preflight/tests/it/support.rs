@@ -384,9 +384,15 @@ impl FakeHost {
         Some(finish(&mut command))
     }
 
-    /// Replaces this host's temp paths (and `pid`, when given) with stable names, for snapshots.
+    /// Replaces this host's temp paths, the machine's host name (as a JSON `host_name` value)
+    /// and `pid`, when given, with stable names, for snapshots.
     pub(crate) fn redact(&self, text: &str, pid: Option<u32>) -> String {
         let mut text = text.replace(&self.dir.path().display().to_string(), "[HOST]");
+        let host_name = serde_json::Value::from(mps_host::read_host_name().to_string_lossy());
+        text = text.replace(
+            &format!("\"host_name\": {host_name}"),
+            "\"host_name\": \"[HOST_NAME]\"",
+        );
         if let Some(pid) = pid {
             text = text.replace(&pid.to_string(), "[DAEMON_PID]");
         }

@@ -25,6 +25,7 @@ fn evidence() -> Evidence {
         server_pid: None,
         ambient_server: false,
         daemon_pid: Some(7),
+        host_name: None,
     }
 }
 

@@ -21,6 +21,15 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         server_pid: Some(500),
         ambient_server: false,
         daemon_pid: Some(100),
+        host_name: None,
+    }
+}
+
+/// `rank(rank, world_size)` recorded on host `name`.
+fn on_host(name: &str, rank_: i64, world_size: i64) -> Evidence {
+    Evidence {
+        host_name: Some(name.to_owned()),
+        ..rank(rank_, world_size)
     }
 }
 
@@ -188,6 +197,47 @@ fn separate_pipe_directories_are_separate_daemons() {
     other.server_pid = Some(600);
     let report = merge(&inputs(&[rank(0, 2), other]));
     assert!(report.is_consistent(), "{}", render(&report));
+}
+
+#[test]
+fn ranks_on_different_hosts_may_see_different_daemons() {
+    let mut b0 = on_host("node-b", 2, 4);
+    b0.daemon_pid = Some(200);
+    b0.server_pid = Some(600);
+    let b1 = Evidence {
+        rank: 3,
+        ..b0.clone()
+    };
+    let report = merge(&inputs(&[
+        on_host("node-a", 0, 4),
+        on_host("node-a", 1, 4),
+        b0,
+        b1,
+    ]));
+    assert!(report.is_consistent(), "{}", render(&report));
+}
+
+#[test]
+fn one_host_is_still_checked_among_others() {
+    let mut restarted = on_host("node-b", 2, 3);
+    restarted.daemon_pid = Some(101);
+    let report = merge(&inputs(&[
+        on_host("node-a", 0, 3),
+        on_host("node-b", 1, 3),
+        restarted,
+    ]));
+    insta::assert_snapshot!(render(&report), @"daemon-mismatch: ranks on host 'node-b' using pipe directory '/run/mps' saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory): daemon_pid 100 in 'rank1.json'; daemon_pid 101 in 'rank2.json'");
+    assert_eq!(report.findings[0].sources, ["rank1.json", "rank2.json"]);
+}
+
+#[test]
+fn evidence_without_a_host_name_is_a_host_of_its_own() {
+    let mut unnamed = rank(1, 2);
+    unnamed.daemon_pid = Some(200);
+    let report = merge(&inputs(&[on_host("node-a", 0, 2), unnamed.clone()]));
+    assert!(report.is_consistent(), "{}", render(&report));
+    let both_unnamed = merge(&inputs(&[rank(0, 2), unnamed]));
+    assert_eq!(codes(&both_unnamed), ["daemon-mismatch"]);
 }
 
 #[test]

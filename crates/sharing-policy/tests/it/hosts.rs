@@ -193,6 +193,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         daemon_query: Some(daemon_query(&env, exited(0, answer, ""))),
         pid_file: Some(pid_file(&env, "2718", true)),
         learner_uuid: None,
+        host_name: None,
         env,
     }
 }

@@ -330,7 +330,7 @@ def doctor(
         supported_backends, learner_uuid, timeout,
     )
     source = {} if snapshot is None else _snapshot_source(snapshot)
-    answer = _native.doctor(spec, **source)
+    answer = _native.doctor(spec, path=source.get("path"), text=source.get("text"))
     _unwrap(answer)
     return [Finding(**finding) for finding in answer[1]]
 

@@ -174,6 +174,54 @@ fn merge(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Bound<'_, PyTuple>> {
     ("ok", convert::to_py(py, &report.to_json())?).into_pyobject(py)
 }
 
+/// The compat layer's `resolve_mps_visibility_entries` with an injected `run_command`: the
+/// `nvidia-smi` table query goes through it, then the entries are rewritten by gpu-uuid's
+/// `mps_visibility_entries` and index order is checked by the policy's rule, as `visibility`
+/// does. `("ok", entries)` or `("rejected", code, message, [])`.
+#[pyfunction]
+fn visibility_with<'py>(
+    py: Python<'py>,
+    mask: &str,
+    run_command: Py<PyAny>,
+    timeout: f64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let rejected = |message: String| ("rejected", VISIBILITY_CODE, message, Vec::<String>::new());
+    match gpu_uuid::mps_visibility_entries(mask, None) {
+        Ok(entries) => return ("ok", entries).into_pyobject(py),
+        Err(gpu_uuid::VisibilityError::NoTable { .. }) => {} // indices: the table is needed
+        Err(err) => return rejected(err.to_string()).into_pyobject(py),
+    }
+    let runner = PyRunner::new(run_command);
+    let query = mps_host::gpu_query(deadline(timeout).map_err(PyValueError::new_err)?);
+    let record = py.detach(|| mps_host::Runner::run(&runner, &query));
+    let table = match sharing_policy::host_gpu_table(&record) {
+        Ok(table) => table,
+        Err(why) => {
+            let what = gpu_uuid::mps_visibility_entries(mask, None)
+                .err()
+                .map(|err| err.to_string())
+                .unwrap_or_default();
+            return rejected(format!("{what} (the table is unavailable because {why})"))
+                .into_pyobject(py);
+        }
+    };
+    let entries = match gpu_uuid::mps_visibility_entries(mask, Some(&table)) {
+        Ok(entries) => entries,
+        Err(err) => return rejected(err.to_string()).into_pyobject(py),
+    };
+    if !sharing_policy::index_order_trusted(&mps_host::read_env(), &table) {
+        let why = sharing_policy::Code::AmbiguousDeviceOrder.why();
+        return rejected(format!(
+            "CUDA_VISIBLE_DEVICES entries {mask:?} select GPUs by index, but index order cannot be trusted on this host: {why} Set CUDA_DEVICE_ORDER=PCI_BUS_ID, or write the entries as `GPU-` UUIDs from `nvidia-smi -L`"
+        ))
+        .into_pyobject(py);
+    }
+    ("ok", entries).into_pyobject(py)
+}
+
+/// The code of a `visibility` rejection (the CLI's `visibility` has no codes of its own).
+const VISIBILITY_CODE: &str = "visibility-unresolved";
+
 /// The comparison token of a GPU UUID (upper case, no `GPU-`, no dashes), as the reference's
 /// `canonicalize_gpu_uuid`.
 #[pyfunction]
@@ -204,6 +252,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(capture, module)?)?;
     module.add_function(wrap_pyfunction!(write_manifest, module)?)?;
     module.add_function(wrap_pyfunction!(merge, module)?)?;
+    module.add_function(wrap_pyfunction!(visibility_with, module)?)?;
     module.add_function(wrap_pyfunction!(canonicalize_gpu_uuid, module)?)?;
     module.add_function(wrap_pyfunction!(run_cli, module)?)?;
     module.add_function(wrap_pyfunction!(run_captured, module)?)?;

@@ -198,3 +198,18 @@ def test_resolve_mps_visibility_entries(host: FakeHost) -> None:
     assert compat.resolve_mps_visibility_entries(["0"]) == (GPU0,)
     with pytest.raises(ValueError):
         compat.resolve_mps_visibility_entries(["1"])
+
+
+def test_resolve_mps_visibility_entries_through_a_run_command(host: FakeHost) -> None:
+    one = FakeRun(**{"nvidia-smi": ROW0 + "\n"})
+    assert compat.resolve_mps_visibility_entries(["0"], run_command=one) == (GPU0,)
+    assert [argv[0] for argv, _ in one.calls] == ["nvidia-smi"]
+    with pytest.raises(ValueError, match="has no host UUID") as caught:
+        compat.resolve_mps_visibility_entries(["1"], run_command=one)
+    host.gpus(ROW0)
+    assert str(caught.value) == host.cli("visibility", "--devices", "1").error()
+    with pytest.raises(ValueError, match="the table is unavailable"):
+        compat.resolve_mps_visibility_entries(["0"], run_command=FakeRun())
+    mixed = f"0, {GPU0}, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n1, {GPU1}, NVIDIA GeForce RTX 3090, 00000000:02:00.0\n"
+    with pytest.raises(ValueError, match="index order cannot be trusted"):
+        compat.resolve_mps_visibility_entries(["1"], run_command=FakeRun(**{"nvidia-smi": mixed}))

@@ -226,11 +226,12 @@ def resolve_mps_visibility_entries(
     """
     if not any(entry.isdigit() for entry in entries):
         return tuple(entries)
-    if run_command is not subprocess.run:
-        raise NotImplementedError(
-            "resolve_mps_visibility_entries with an injected run_command is not supported yet"
-        )
-    return tuple(mps_preflight.visibility(",".join(entries)).split(","))
+    mask = ",".join(entries)
+    runner = _runner(run_command)
+    if runner is None:
+        return tuple(mps_preflight.visibility(mask, timeout=_QUERY_TIMEOUT_SEC).split(","))
+    resolved = mps_preflight._unwrap(_native.visibility_with(mask, runner, _QUERY_TIMEOUT_SEC))
+    return tuple(resolved)
 
 
 def apply_cuda_process_sharing_manifest(

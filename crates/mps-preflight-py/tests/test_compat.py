@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -99,6 +101,28 @@ def test_raised_errors_give_the_real_tools_outcomes(host: FakeHost) -> None:
     (host.bin / "nvidia-smi").unlink()
     (host.bin / "nvidia-cuda-mps-control").unlink()
     assert missing.code == rejection().code
+
+
+def test_a_run_command_that_ignores_its_deadline_is_cut_off(host: FakeHost) -> None:
+    host.socket()
+    release = threading.Event()
+
+    def stuck(argv: list[str], **kwargs: Any) -> object:
+        if argv[0] == "nvidia-smi":
+            return SimpleNamespace(stdout=ROW0 + "\n")
+        release.wait(30)  # ignores kwargs["timeout"]
+        return SimpleNamespace(stdout="100.0\n")
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(mps_preflight.Rejected) as caught:
+            compat.probe_cuda_process_sharing(
+                *REQUEST, backend="mjwarp", run_command=stuck
+            )
+    finally:
+        release.set()
+    assert caught.value.code == "daemon-timed-out"
+    assert time.monotonic() - started < 15, "the 5 s deadline plus its grace, not 30 s"
 
 
 def test_output_past_the_cap_is_cut_short_and_proves_nothing(host: FakeHost) -> None:

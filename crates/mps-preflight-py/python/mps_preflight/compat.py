@@ -13,7 +13,8 @@ Behaviour follows this project (its deliberate fixes and key phrases); a rejecti
   ``subprocess.run``'s keyword arguments (``input``, ``text``, ``capture_output``, ``timeout``,
   ``check``, ``env``); only read-only commands are ever sent through it: the ``nvidia-smi``
   table query and ``nvidia-cuda-mps-control`` with read-only commands on standard input. What
-  it returns is capped as a real process's output, and its deadline is its own to keep.
+  it returns is capped as a real process's output; a call still running half a second past
+  its deadline is recorded as timed out.
 """
 
 from __future__ import annotations

@@ -61,6 +61,8 @@ def test_a_rejection_is_the_cli_message_with_its_code_and_findings(host: FakeHos
     assert not str(err).startswith("error:")
     assert "could not reach the control daemon" in str(err)
     assert [finding.code for finding in err.findings] == ["daemon-unreachable"]
+    copy = pickle.loads(pickle.dumps(err))  # e.g. across a multiprocessing pool
+    assert (str(copy), copy.code, copy.findings) == (str(err), err.code, err.findings)
 
 
 def test_doctor_lists_what_the_cli_lists(host: FakeHost) -> None:

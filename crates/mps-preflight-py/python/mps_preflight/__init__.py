@@ -171,6 +171,9 @@ class Rejected(ValueError):
         self.code = code
         self.findings = list(findings)
 
+    def __reduce__(self) -> tuple[type[Rejected], tuple[str, str, list[Finding]]]:
+        return (Rejected, (str(self), self.code, self.findings))
+
 
 class SnapshotError(OSError, ValueError):
     """A snapshot cannot be read: missing, not a regular file, too large, not JSON, not a

@@ -48,17 +48,12 @@ fn load(spec: &Spec, path: Option<&PathBuf>, text: Option<&String>) -> Result<Ho
     Ok(facts)
 }
 
-fn options(
-    spec: &Spec,
-    observe_cuda: Option<bool>,
-) -> PyResult<(sharing_policy::Request, ProbeOptions)> {
+/// The request, and what `probe` observes for it.
+fn options(spec: &Spec) -> PyResult<(sharing_policy::Request, ProbeOptions)> {
     let request = spec.request();
-    let mut options = spec
+    let options = spec
         .probe_options(&request)
         .map_err(PyValueError::new_err)?;
-    if let Some(observe_cuda) = observe_cuda {
-        options.observe_cuda = observe_cuda;
-    }
     Ok((request, options))
 }
 
@@ -70,7 +65,7 @@ fn probe(
     spec: Spec,
     run_command: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyTuple>> {
-    let (request, options) = options(&spec, None)?;
+    let (request, options) = options(&spec)?;
     let facts = observe(py, &options, run_command);
     convert::verdict(py, &policy::judge(&request, &facts))
 }
@@ -93,17 +88,16 @@ fn check(
 /// `doctor`: every finding. `("ok", findings, evidence or None)` or `("snapshot", message)`.
 /// Without a snapshot it observes this host.
 #[pyfunction]
-#[pyo3(signature = (spec, *, path=None, text=None, run_command=None))]
+#[pyo3(signature = (spec, *, path=None, text=None))]
 fn doctor(
     py: Python<'_>,
     spec: Spec,
     path: Option<PathBuf>,
     text: Option<String>,
-    run_command: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyTuple>> {
-    let (request, options) = options(&spec, None)?;
+    let (request, options) = options(&spec)?;
     let facts = if path.is_none() && text.is_none() {
-        observe(py, &options, run_command)
+        observe(py, &options, None)
     } else {
         match load(&spec, path.as_ref(), text.as_ref()) {
             Ok(facts) => facts,

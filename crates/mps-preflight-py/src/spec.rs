@@ -52,21 +52,23 @@ impl Spec {
     }
 
     /// The request as the policy reads it; `null` in any case is no mode, as on the command
-    /// line (`--request null`).
+    /// line (`--request null`). Built on [`Request::new`], so a request field the policy adds
+    /// later starts at its default here too.
     pub fn request(&self) -> Request {
         let mode = self
             .mode
-            .as_ref()
-            .filter(|mode| !mode.trim().eq_ignore_ascii_case("null"))
-            .cloned();
+            .as_deref()
+            .filter(|mode| !mode.trim().eq_ignore_ascii_case("null"));
         Request {
-            mode,
-            learner_device: self.learner_device.clone(),
-            collector_device: self.collector_device.clone(),
-            backend: self.backend.clone(),
             rank: self.rank,
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
+            ..Request::new(
+                mode,
+                &self.learner_device,
+                self.collector_device.as_deref(),
+                &self.backend,
+            )
         }
     }
 

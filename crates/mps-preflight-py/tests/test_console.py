@@ -3,13 +3,16 @@ line: the same stdout, stderr and exit status for the same arguments on the same
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, MPS_FLAGS, REPO, FakeHost, Run
+from conftest import CONSOLE, FIXTURES, MPS_FLAGS, REPO, FakeHost, Run
 
 
 def _binary() -> Path | None:
@@ -58,3 +61,36 @@ def test_the_console_command_is_the_binary(args: list[str], host: FakeHost) -> N
         pytest.skip("no target/{debug,release}/mps-preflight: run cargo build -p mps-preflight")
     host.healthy()
     assert host.cli(*args) == _binary_run(host, args)
+
+
+def _interrupted(command: list[str], host: FakeHost) -> int:
+    """The exit status of `command probe …` sent SIGINT while its daemon query hangs."""
+    pids = host.root / "pids"
+    host.script("nvidia-cuda-mps-control", f"echo $$ >> {pids}\nexec /bin/sleep 30")
+    process = subprocess.Popen(
+        [*command, "probe", *MPS_FLAGS, "--timeout-ms", "20000"],
+        env=host.env, cwd=host.root, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not pids.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        return process.wait(timeout=5)
+    finally:
+        process.kill()
+        process.wait()
+        # The hung query runs in its own process group, which a signal to the command misses.
+        for pid in pids.read_text().split() if pids.exists() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        pids.unlink(missing_ok=True)
+
+
+def test_ctrl_c_ends_the_console_command_as_it_ends_the_binary(host: FakeHost) -> None:
+    host.one_gpu().socket()
+    console = _interrupted([str(CONSOLE)], host)
+    assert console == -signal.SIGINT
+    if BINARY is not None:
+        assert _interrupted([str(BINARY)], host) == console

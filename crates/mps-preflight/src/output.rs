@@ -1,7 +1,6 @@
 //! What a command produces, before it is written: stdout text, error lines, and the exit status.
 
 use std::io::Write as _;
-use std::process::ExitCode;
 
 /// The documented exit statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +59,9 @@ impl Output {
         }
     }
 
-    /// Writes stdout then stderr; a failed write to stdout (a closed pipe) becomes exit 2.
-    pub(crate) fn emit(self) -> ExitCode {
+    /// Writes stdout then stderr and returns the exit status; a failed write to stdout (a
+    /// closed pipe) becomes exit 2.
+    pub(crate) fn emit(self) -> u8 {
         let mut status = self.status;
         let mut errors = self.errors;
         if !self.stdout.is_empty() {
@@ -79,7 +79,7 @@ impl Output {
             // Nothing sensible is left to do when stderr itself is closed.
             let _ = writeln!(err_stream, "error: {message}");
         }
-        ExitCode::from(status.code())
+        status.code()
     }
 }
 

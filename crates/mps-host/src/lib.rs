@@ -70,6 +70,7 @@
 
 mod capture;
 mod fs;
+mod retried;
 mod runner;
 
 pub use capture::{
@@ -77,4 +78,5 @@ pub use capture::{
     gpu_query, read_env,
 };
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
+pub use retried::run_retried;
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};

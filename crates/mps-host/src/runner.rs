@@ -61,6 +61,7 @@ impl Query {
             timeout_ms: millis(self.timeout),
             elapsed_ms: millis(elapsed),
             outcome,
+            earlier_attempts: Vec::new(),
         }
     }
 }

@@ -53,6 +53,7 @@
 //!     timeout_ms: 5000,
 //!     elapsed_ms: 40,
 //!     outcome: exited("0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"),
+//!     earlier_attempts: vec![],
 //! });
 //! facts.control_pipe = Some(PipeFacts {
 //!     directory: env.effective_pipe_directory(),
@@ -71,6 +72,7 @@
 //!     timeout_ms: 5000,
 //!     elapsed_ms: 3,
 //!     outcome: exited("100.0\n"), // a live, idle daemon: no server yet
+//!     earlier_attempts: vec![],
 //! });
 //!
 //! let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
@@ -106,6 +108,7 @@ mod facts;
 mod finding;
 mod gpu;
 mod request;
+pub mod retry;
 mod start;
 mod text;
 
@@ -114,9 +117,9 @@ pub use code::Code;
 pub use commands::{DAEMON_PROBE, ReadOnlyCommand, probe_stdin};
 pub use evidence::Evidence;
 pub use facts::{
-    AccessFacts, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY,
-    EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText, PID_FILE_NAME,
-    PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, parse_pid,
+    AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
+    DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText,
+    PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, parse_pid,
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{HostTableError, host_gpu_table, index_order_trusted};

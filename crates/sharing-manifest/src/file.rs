@@ -6,11 +6,13 @@ use std::os::unix::fs::{
     FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
 };
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use sharing_policy::Evidence;
 
 use crate::json::{MANIFEST_KEY, evidence_to_json, kind_of};
+use crate::lock::{LOCK_WAIT, ManifestLock};
 
 /// The largest file this crate reads (16 MiB): a manifest or snapshot is kilobytes, so a
 /// larger file is a wrong path, not a bigger manifest.
@@ -80,6 +82,28 @@ pub enum ManifestError {
         /// "an array", "a string", …
         found: &'static str,
     },
+    /// The manifest's lock file (`<manifest>.lock`) could not be opened or locked.
+    #[error("{}: cannot {action} the manifest's lock file: {error}", path.display())]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The step: "create", "open", "lock", …
+        action: &'static str,
+        /// The OS error.
+        error: io::Error,
+    },
+    /// Another writer held the manifest's lock for longer than the wait.
+    #[error(
+        "{}: another writer held the manifest's lock for more than {} s; try again once it is released",
+        lock.display(),
+        waited.as_secs_f64()
+    )]
+    LockTimeout {
+        /// The lock file.
+        lock: PathBuf,
+        /// How long this writer waited.
+        waited: std::time::Duration,
+    },
     /// Any other I/O failure, with the step that failed.
     #[error("{}: cannot {action}: {error}", path.display())]
     Io {
@@ -93,6 +117,14 @@ pub enum ManifestError {
 }
 
 impl ManifestError {
+    pub(crate) fn lock(path: &Path, action: &'static str, error: io::Error) -> Self {
+        Self::Lock {
+            path: path.to_owned(),
+            action,
+            error,
+        }
+    }
+
     fn io(path: &Path, action: &'static str, error: io::Error) -> Self {
         Self::Io {
             path: path.to_owned(),
@@ -131,11 +163,69 @@ pub fn read_json_file(path: &Path) -> Result<Value, ManifestError> {
 /// manifest or the new one, never half of one. The output is pretty-printed JSON (two-space
 /// indent, trailing newline), so the layout of the old file is not kept, only its content.
 /// Numbers keep their value as an `f64`/`i64`/`u64` holds it; an integer beyond 64 bits is
-/// rewritten as a float. The file is not locked: two writers at once means the last one wins.
+/// rewritten as a float.
+///
+/// The whole read-modify-write holds `flock(LOCK_EX)` on `<manifest>.lock` (created with mode
+/// 0644 when missing, never removed), so writers that follow the same protocol never lose each
+/// other's keys; the lock is waited for at most [`LOCK_WAIT`].
 ///
 /// # Errors
-/// Any [`ManifestError`]; on every error the manifest is left byte-for-byte untouched.
+/// Any [`ManifestError`] ([`ManifestError::LockTimeout`] when the lock stayed taken); on every
+/// error the manifest is left byte-for-byte untouched.
 pub fn record_in_manifest(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> {
+    record_in_manifest_within(path, evidence, LOCK_WAIT)
+}
+
+/// [`record_in_manifest`], waiting at most `wait` for the manifest's lock.
+///
+/// # Errors
+/// As [`record_in_manifest`].
+pub fn record_in_manifest_within(
+    path: &Path,
+    evidence: &Evidence,
+    wait: Duration,
+) -> Result<(), ManifestError> {
+    // Refuse what is refused anyway before creating a lock file beside it; then check again
+    // under the lock, since another writer may have changed the file meanwhile.
+    refuse_early(path)?;
+    let _lock = ManifestLock::acquire(path, wait)?;
+    record_locked(path, evidence)
+}
+
+/// The checks of [`record_locked`] that need no lock: an existing path must be a writable
+/// regular file, and a missing one's directory must exist.
+fn refuse_early(path: &Path) -> Result<(), ManifestError> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(ManifestError::Symlink {
+            path: path.to_owned(),
+            target: fs::read_link(path).ok(),
+        }),
+        Ok(meta) => {
+            ensure_regular(path, &meta)?;
+            ensure_writable(path, &meta)
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            let directory = directory_of(path);
+            match fs::metadata(directory) {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                Ok(_) => Err(ManifestError::io(
+                    directory,
+                    "create a temporary file in",
+                    io::Error::from(io::ErrorKind::NotADirectory),
+                )),
+                Err(error) => Err(ManifestError::io(
+                    directory,
+                    "create a temporary file in",
+                    error,
+                )),
+            }
+        }
+        Err(error) => Err(ManifestError::io(path, "inspect", error)),
+    }
+}
+
+/// The read-modify-write itself, with the manifest's lock held.
+fn record_locked(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> {
     let existing = match fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
@@ -251,6 +341,14 @@ fn read_capped_json(path: &Path) -> Result<(Value, Metadata), ManifestError> {
     Ok((value, meta))
 }
 
+/// The directory `path` is in (`.` for a bare name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
 /// Temp file beside `path`, write, fsync, rename over `path`, fsync the directory.
 /// `original` is the manifest being replaced (`None`: create, never overwrite).
 fn write_atomically(
@@ -263,10 +361,7 @@ fn write_atomically(
     })?;
     bytes.push(b'\n');
 
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
+    let directory = directory_of(path);
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(path.file_name().unwrap_or_default());
     prefix.push(".");

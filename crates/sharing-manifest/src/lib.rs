@@ -4,7 +4,8 @@
 //! - [`record_in_manifest`]: put the evidence under `cuda_process_sharing` in a JSON manifest
 //!   file, keeping every other key and the key order, atomically (temp file, fsync, rename).
 //!   A file that is not a JSON object, not a regular file, too large or not writable is left
-//!   byte-for-byte untouched and the call fails.
+//!   byte-for-byte untouched and the call fails. Writers sharing a manifest serialise on
+//!   `flock(LOCK_EX)` of `<manifest>.lock` ([`lock_path`]).
 //! - [`merge`]: check the per-rank evidence of one run (ranks `0..world_size` each once,
 //!   agreeing world size and modes, one daemon per pipe directory), each inconsistency with a
 //!   stable code.
@@ -41,8 +42,12 @@
 
 mod file;
 mod json;
+mod lock;
 mod merge;
 
-pub use file::{MAX_FILE_BYTES, ManifestError, read_json_file, record_in_manifest};
+pub use file::{
+    MAX_FILE_BYTES, ManifestError, read_json_file, record_in_manifest, record_in_manifest_within,
+};
 pub use json::{EVIDENCE_KEYS, MANIFEST_KEY, evidence_from_json, evidence_to_json};
+pub use lock::{LOCK_FILE_MODE, LOCK_WAIT, lock_path};
 pub use merge::{MergeCode, MergeFinding, MergeReport, RankRecord, merge};

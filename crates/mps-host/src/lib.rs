@@ -69,6 +69,7 @@
 //! ```
 
 mod capture;
+mod children;
 mod fs;
 mod retried;
 mod runner;
@@ -77,6 +78,7 @@ pub use capture::{
     PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture, capture_with, daemon_query,
     gpu_query, read_env,
 };
+pub use children::{StoppedQueries, stop_all_queries};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
 pub use retried::run_retried;
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};

@@ -4,10 +4,12 @@
 //! This crate is the only one that knows argv, stdout/stderr and exit codes. It observes the
 //! host through `mps-host`, judges through `sharing-policy`, and writes manifests through
 //! `sharing-manifest`. Exit status: 0 success, 1 rejected (stdout empty, stderr `error: …`),
-//! 2 usage error or unreadable input.
+//! 2 usage error or unreadable input, 128+N when ended by signal N (SIGINT, SIGTERM, SIGHUP),
+//! after every running query's process group was killed.
 
 mod cli;
 mod commands;
+mod interrupt;
 mod output;
 mod snapshot;
 mod visibility;
@@ -33,6 +35,10 @@ fn main() -> ExitCode {
             };
         }
     };
+    if let Err(err) = interrupt::install() {
+        eprintln!("error: cannot install the signal handlers: {err}");
+        return ExitCode::from(Status::Input.code());
+    }
     let output = match &cli.command {
         Command::Probe(args) => commands::probe(args),
         Command::Capture(args) => commands::capture(args),

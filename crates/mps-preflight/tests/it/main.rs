@@ -16,6 +16,7 @@ mod fixtures;
 mod help;
 mod manifest;
 mod merge;
+mod signals;
 mod suggestions;
 mod support;
 mod visibility;

@@ -349,6 +349,17 @@ impl FakeHost {
         finish(&mut command)
     }
 
+    /// The binary with `args` in this host's environment, not yet started.
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.dir.path())
+            .args(args);
+        command
+    }
+
     /// Runs the binary as `nobody` (UID and GID 65534, no groups) through `setpriv`, with a copy
     /// of the binary that `nobody` can reach. `None`, after saying why, where that is not
     /// possible (not root, or no `setpriv`). The host's directories are made world-searchable.

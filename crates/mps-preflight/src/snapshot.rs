@@ -9,7 +9,7 @@ use sharing_policy::{HostFacts, SCHEMA};
 /// names the file and says what to do.
 pub(crate) fn load(path: &Path) -> Result<HostFacts, String> {
     let value = sharing_manifest::read_json_file(path).map_err(|err| err.to_string())?;
-    let shown = path.display();
+    let shown = sharing_manifest::quote_path(path);
     match value.get("schema") {
         Some(Value::String(schema)) if schema == SCHEMA => {}
         Some(Value::String(schema)) => {

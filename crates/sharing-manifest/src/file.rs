@@ -2,6 +2,7 @@
 
 use std::fs::{self, File, Metadata, Permissions};
 use std::io::{self, Read as _, Write as _};
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{
     FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
 };
@@ -13,6 +14,13 @@ use sharing_policy::Evidence;
 
 use crate::json::{MANIFEST_KEY, evidence_to_json, kind_of};
 use crate::lock::{LOCK_WAIT, ManifestLock};
+
+/// A path as every message here names it: quoted, with newlines, control characters and bytes
+/// that are not UTF-8 escaped ([`sharing_policy::quote_name`]), so a hostile file name can
+/// neither break a one-line message nor forge another.
+pub fn quote_path(path: &Path) -> String {
+    sharing_policy::quote_name(path.as_os_str().as_bytes())
+}
 
 /// The largest file this crate reads (16 MiB): a manifest or snapshot is kilobytes, so a
 /// larger file is a wrong path, not a bigger manifest.
@@ -28,8 +36,8 @@ pub enum ManifestError {
     /// The path is a symbolic link; replacing it would replace the link, not its target.
     #[error(
         "{}: is a symbolic link{}; pass the path of the file itself",
-        path.display(),
-        target.as_ref().map(|target| format!(" to {}", target.display())).unwrap_or_default()
+        quote_path(path),
+        target.as_ref().map(|target| format!(" to {}", quote_path(target))).unwrap_or_default()
     )]
     Symlink {
         /// The path given.
@@ -38,7 +46,7 @@ pub enum ManifestError {
         target: Option<PathBuf>,
     },
     /// The path is a directory, FIFO, socket or device.
-    #[error("{}: is {kind}, not a regular file", path.display())]
+    #[error("{}: is {kind}, not a regular file", quote_path(path))]
     NotRegularFile {
         /// The path given.
         path: PathBuf,
@@ -46,7 +54,10 @@ pub enum ManifestError {
         kind: &'static str,
     },
     /// The file is larger than [`MAX_FILE_BYTES`].
-    #[error("{}: is {size} bytes, over the {limit}-byte limit for a JSON file here", path.display())]
+    #[error(
+        "{}: is {size} bytes, over the {limit}-byte limit for a JSON file here",
+        quote_path(path)
+    )]
     TooLarge {
         /// The path given.
         path: PathBuf,
@@ -56,7 +67,7 @@ pub enum ManifestError {
         limit: u64,
     },
     /// The probing user cannot already write the manifest, so it is not replaced either.
-    #[error("{}: not writable by this user ({reason})", path.display())]
+    #[error("{}: not writable by this user ({reason})", quote_path(path))]
     NotWritable {
         /// The path given.
         path: PathBuf,
@@ -64,7 +75,7 @@ pub enum ManifestError {
         reason: String,
     },
     /// The file is not JSON (or not UTF-8).
-    #[error("{}: not valid JSON: {message}", path.display())]
+    #[error("{}: not valid JSON: {message}", quote_path(path))]
     NotJson {
         /// The path given.
         path: PathBuf,
@@ -74,7 +85,7 @@ pub enum ManifestError {
     /// The manifest is JSON but not an object, so there is no place for a key in it.
     #[error(
         "{}: holds {found}, not a JSON object; evidence is recorded only into an object under `{MANIFEST_KEY}`",
-        path.display()
+        quote_path(path)
     )]
     NotAnObject {
         /// The path given.
@@ -83,7 +94,10 @@ pub enum ManifestError {
         found: &'static str,
     },
     /// The manifest's lock file (`<manifest>.lock`) could not be opened or locked.
-    #[error("{}: cannot {action} the manifest's lock file: {error}", path.display())]
+    #[error(
+        "{}: cannot {action} the manifest's lock file: {error}",
+        quote_path(path)
+    )]
     Lock {
         /// The lock file.
         path: PathBuf,
@@ -95,7 +109,7 @@ pub enum ManifestError {
     /// Another writer held the manifest's lock for longer than the wait.
     #[error(
         "{}: another writer held the manifest's lock for more than {} s; try again once it is released",
-        lock.display(),
+        quote_path(lock),
         waited.as_secs_f64()
     )]
     LockTimeout {
@@ -105,7 +119,7 @@ pub enum ManifestError {
         waited: std::time::Duration,
     },
     /// Any other I/O failure, with the step that failed.
-    #[error("{}: cannot {action}: {error}", path.display())]
+    #[error("{}: cannot {action}: {error}", quote_path(path))]
     Io {
         /// The path the step worked on.
         path: PathBuf,

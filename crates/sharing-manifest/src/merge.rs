@@ -8,6 +8,9 @@ use sharing_policy::Evidence;
 
 use crate::json::{evidence_from_json, evidence_to_json};
 
+mod contradiction;
+mod pipe;
+
 /// A stable, kebab-case code for one kind of inconsistency. Scripts may match on these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -16,6 +19,8 @@ pub enum MergeCode {
     NoEvidence,
     /// An input is neither an evidence object nor a manifest holding one.
     NotEvidence,
+    /// An input's evidence contradicts itself (`validated` with another mode or two GPUs).
+    ContradictoryEvidence,
     /// A `world_size` below 1.
     InvalidWorldSize,
     /// Ranks disagree on `world_size`.
@@ -42,9 +47,10 @@ pub enum MergeCode {
 
 impl MergeCode {
     /// Every code, in the order the checks run.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::NoEvidence,
         Self::NotEvidence,
+        Self::ContradictoryEvidence,
         Self::InvalidWorldSize,
         Self::WorldSizeMismatch,
         Self::RankOutOfRange,
@@ -63,6 +69,7 @@ impl MergeCode {
         match self {
             Self::NoEvidence => "no-evidence",
             Self::NotEvidence => "not-evidence",
+            Self::ContradictoryEvidence => "contradictory-evidence",
             Self::InvalidWorldSize => "invalid-world-size",
             Self::WorldSizeMismatch => "world-size-mismatch",
             Self::RankOutOfRange => "rank-out-of-range",
@@ -198,7 +205,10 @@ const LIST_LIMIT: usize = 8;
 /// - every rank is in `0..world_size`, appears once, and (when the world sizes agree) every
 ///   rank of `0..world_size` appears;
 /// - all ranks agree on `configured`, `effective` and `validated`;
-/// - ranks that name one `pipe_directory` (ranks on one host) name the same control pipe
+/// - no evidence contradicts itself (`validated: true` with a mode other than `mps`, or with
+///   two different or missing GPU UUIDs);
+/// - ranks whose `pipe_directory` names one control pipe (compared lexically: `/p`, `/p/`,
+///   `/p/./` and `//p` are one; symbolic links are not resolved) name the same control pipe
 ///   and kind, and agree on the control daemon (`daemon_pid`) and the MPS server
 ///   (`server_pid`), where those were seen (`null` is not a disagreement: an idle daemon
 ///   has no server yet).
@@ -215,7 +225,8 @@ pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
             Err(why) => findings.push(MergeFinding {
                 code: MergeCode::NotEvidence,
                 message: format!(
-                    "'{source}' holds no CUDA process-sharing evidence (an evidence object, or a manifest with one under `cuda_process_sharing`): {why}"
+                    "{} holds no CUDA process-sharing evidence (an evidence object, or a manifest with one under `cuda_process_sharing`): {why}",
+                    quote_source(source)
                 ),
                 sources: vec![source.clone()],
             }),
@@ -228,6 +239,7 @@ pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
             sources: Vec::new(),
         });
     }
+    contradiction::check_contradictions(&ranks, &mut findings);
     check_ranks(&ranks, &mut findings);
     check_modes(&ranks, &mut findings);
     check_hosts(&ranks, &mut findings);
@@ -240,22 +252,22 @@ fn check_ranks(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
         let Evidence {
             rank, world_size, ..
         } = record.evidence;
-        let source = &record.source;
+        let source = quote_source(&record.source);
         if world_size < 1 {
             findings.push(MergeFinding {
                 code: MergeCode::InvalidWorldSize,
                 message: format!(
-                    "'{source}' records world_size {world_size}; a run has at least one rank"
+                    "{source} records world_size {world_size}; a run has at least one rank"
                 ),
-                sources: vec![source.clone()],
+                sources: vec![record.source.clone()],
             });
         } else if rank < 0 || rank >= world_size {
             findings.push(MergeFinding {
                 code: MergeCode::RankOutOfRange,
                 message: format!(
-                    "'{source}' records rank {rank}, outside 0..{world_size} (its world_size is {world_size})"
+                    "{source} records rank {rank}, outside 0..{world_size} (its world_size is {world_size})"
                 ),
-                sources: vec![source.clone()],
+                sources: vec![record.source.clone()],
             });
         }
     }
@@ -353,24 +365,43 @@ fn check_modes(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
     }
 }
 
+/// Ranks grouped by the control pipe their pipe directory names ([`pipe::normalised`]: `/p`,
+/// `/p/` and `//p` are one), each group checked for one pipe, one daemon and one server.
 fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
-    for (directory, _) in group(ranks, |evidence| evidence.pipe_directory.clone()) {
-        let Some(directory) = directory else { continue };
+    let directory_of =
+        |evidence: &Evidence| evidence.pipe_directory.as_deref().map(pipe::normalised);
+    for (normalised, _) in group(ranks, directory_of) {
+        let Some(normalised) = normalised else {
+            continue;
+        };
         let host: Vec<RankRecord> = ranks
             .iter()
-            .filter(|record| record.evidence.pipe_directory.as_deref() == Some(directory.as_str()))
+            .filter(|record| directory_of(&record.evidence).as_ref() == Some(&normalised))
             .cloned()
             .collect();
+        // The spellings the ranks used, for the messages.
+        let spellings: Vec<String> = group(&host, |evidence| evidence.pipe_directory.clone())
+            .into_iter()
+            .filter_map(|(spelling, _)| spelling)
+            .collect();
+        let directory = spellings
+            .iter()
+            .map(|spelling| quote_source(spelling))
+            .collect::<Vec<_>>()
+            .join(" = ");
         let pipes = group(&host, |evidence| {
             (
-                evidence.control_pipe.clone(),
+                evidence
+                    .control_pipe
+                    .as_deref()
+                    .map(pipe::normalised_control),
                 evidence.control_pipe_kind.clone(),
             )
         });
         if pipes.len() > 1 {
             findings.push(mismatch(
                 MergeCode::ControlPipeMismatch,
-                &format!("ranks using pipe directory '{directory}' name different control pipes"),
+                &format!("ranks using pipe directory {directory} name different control pipes"),
                 &pipes,
                 |(path, kind)| {
                     format!(
@@ -392,7 +423,7 @@ fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
             findings.push(mismatch(
                 MergeCode::DaemonMismatch,
                 &format!(
-                    "ranks using pipe directory '{directory}' saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory)"
+                    "ranks using pipe directory {directory} saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory)"
                 ),
                 &daemons,
                 |pid| format!("daemon_pid {pid}"),
@@ -403,7 +434,7 @@ fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
             findings.push(mismatch(
                 MergeCode::ServerMismatch,
                 &format!(
-                    "ranks using pipe directory '{directory}' saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts)"
+                    "ranks using pipe directory {directory} saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts)"
                 ),
                 &servers,
                 |pid| format!("server_pid {pid}"),
@@ -450,8 +481,14 @@ fn mismatch<K>(
 }
 
 fn quoted_list(sources: &[String]) -> String {
-    let quoted: Vec<String> = sources.iter().map(|source| format!("'{source}'")).collect();
+    let quoted: Vec<String> = sources.iter().map(|source| quote_source(source)).collect();
     limited(&quoted)
+}
+
+/// An input's name or a pipe directory as messages show it: quoted, with newlines and control
+/// characters escaped, so it cannot break the one-line-per-finding output or forge a line.
+fn quote_source(source: &str) -> String {
+    sharing_policy::quote_name(source.as_bytes())
 }
 
 fn limited(items: &[String]) -> String {

@@ -125,7 +125,7 @@ pub use finding::{Finding, Rejection};
 pub use gpu::{HostTableError, host_gpu_table, index_order_trusted};
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use start::start_command;
-pub use text::shell_quote;
+pub use text::{quote_name, shell_quote};
 
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an
 /// `AF_UNIX` `sun_path` holds 108 bytes including the terminating NUL.

@@ -20,7 +20,8 @@ use sharing_policy::Evidence;
 
 /// docs/cli.md's launcher example, in a loop: one new key per locked read-modify-write.
 const PYTHON_WRITER: &str = r#"
-import fcntl, json, os, sys
+import fcntl, json, os
+import sys
 manifest, writer, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(count):
     with open(os.open(manifest + ".lock", os.O_RDWR | os.O_CREAT, 0o644)) as lock:
@@ -149,4 +150,25 @@ fn a_missing_lock_file_is_created_0644_and_a_symlinked_one_is_refused() {
     assert!(matches!(err, ManifestError::Lock { .. }), "{err:?}");
     assert!(!target.exists(), "nothing is created through the link");
     assert_eq!(std::fs::read(&other).unwrap(), b"{}");
+}
+
+/// The writer above is docs/cli.md's launcher example, line for line (inside its loop).
+#[test]
+fn the_documented_example_is_the_one_tested() {
+    let docs = include_str!("../../../docs/cli.md");
+    let (_, example) = docs
+        .split_once("```python\n")
+        .and_then(|(before, rest)| rest.split_once("```").map(|(code, _)| (before, code)))
+        .expect("docs/cli.md has a Python example");
+    for line in example
+        .lines()
+        .filter(|line| !line.contains("data[\"launcher\"]"))
+    {
+        assert!(
+            PYTHON_WRITER
+                .lines()
+                .any(|tested| tested.trim() == line.trim()),
+            "the documented line {line:?} is not the tested one"
+        );
+    }
 }

@@ -55,7 +55,7 @@ pub struct StoppedQueries {
 /// waiting at most `grace` in all. For a process about to exit on a signal: keep the returned
 /// value until the exit, so that no new query starts meanwhile.
 pub fn stop_all_queries(grace: Duration) -> StoppedQueries {
-    let registry = running();
+    let mut registry = running();
     for group in registry.iter() {
         let _ = rustix::process::kill_process_group(*group, Signal::KILL);
     }
@@ -76,8 +76,11 @@ pub fn stop_all_queries(grace: Duration) -> StoppedQueries {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
+    let killed = registry.len();
+    // A reaped leader's group ID may be reused: forget it, so its runner does not kill it again.
+    registry.retain(|pid| left.contains(pid));
     StoppedQueries {
-        killed: registry.len(),
+        killed,
         survivors: left.len(),
         _registry: registry,
     }

@@ -340,17 +340,11 @@ impl FakeHost {
 
     /// The same, with arguments that need not be UTF-8.
     pub(crate) fn run_os(&self, args: &[&OsStr]) -> Run {
-        let mut command = Command::new(BIN);
-        command
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(self.dir.path())
-            .args(args);
-        finish(&mut command)
+        finish(&mut self.command(args))
     }
 
     /// The binary with `args` in this host's environment, not yet started.
-    pub(crate) fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command<A: AsRef<OsStr>>(&self, args: &[A]) -> Command {
         let mut command = Command::new(BIN);
         command
             .env_clear()

@@ -337,12 +337,13 @@ impl ChildIo<'_> {
             if let Some((pid, _)) = watch
                 && !exited
             {
+                // ECHILD: already reaped, by `children::stop_all_queries` on an interrupt.
                 exited = matches!(
                     rustix::process::waitid(
                         WaitId::Pid(pid),
                         WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG,
                     ),
-                    Ok(Some(_))
+                    Ok(Some(_)) | Err(Errno::CHILD)
                 );
             }
             let open = self.stdout.pipe.is_some() || self.stderr.pipe.is_some();

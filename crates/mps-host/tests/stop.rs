@@ -54,7 +54,8 @@ fn every_running_query_group_is_killed_and_reaped_and_none_starts_meanwhile() {
 
         for run in runs {
             let record = run.join().unwrap();
-            assert!(record.elapsed_ms < 60_000, "{record:?}");
+            // Promptly, even when the stop reaped the leader before its runner saw it exit.
+            assert!(record.elapsed_ms < 10_000, "{record:?}");
         }
         blocked.join().unwrap();
     });

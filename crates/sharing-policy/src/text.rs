@@ -76,7 +76,7 @@ fn push_escape(out: &mut String, ch: char) {
 }
 
 /// Quotes a name that may not be UTF-8 (a file name, a pipe directory) for a one-line message:
-/// [`repr`] of its text when it is UTF-8; otherwise single-quoted with the same escapes and
+/// Python's `repr` of its text when it is UTF-8; otherwise single-quoted with the same escapes and
 /// each byte that is not UTF-8 written `\xNN`. Newlines, control characters and quotes are
 /// escaped, so the name can neither break the line nor pass for another message; a backslash
 /// is doubled, so a `\xNN` spelled in the name itself stays distinct.

@@ -16,6 +16,8 @@ mod visibility;
 
 use std::process::ExitCode;
 
+use std::io::Write as _;
+
 use clap::Parser as _;
 
 use crate::cli::{Cli, Command};
@@ -27,7 +29,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // `--help` and `--version` print to stdout and succeed; usage errors print
             // clap's `error: …` on stderr and exit 2.
-            let _ = err.print();
+            print_usage_error(&err);
             return if err.use_stderr() {
                 ExitCode::from(Status::Input.code())
             } else {
@@ -48,4 +50,21 @@ fn main() -> ExitCode {
         Command::Merge(args) => commands::merge(args),
     };
     output.emit()
+}
+
+/// Prints clap's message, with every argument that holds a control character escaped where
+/// clap quotes it, so a hostile argument cannot forge an `error:` line (issue 15).
+fn print_usage_error(err: &clap::Error) {
+    let mut text = err.render().to_string();
+    for arg in std::env::args_os().skip(1) {
+        let arg = arg.to_string_lossy();
+        if arg.chars().any(char::is_control) {
+            text = text.replace(&*arg, &output::one_line(&arg));
+        }
+    }
+    let _ = if err.use_stderr() {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    } else {
+        std::io::stdout().lock().write_all(text.as_bytes())
+    };
 }

@@ -14,6 +14,7 @@ mod fake_hosts;
 mod faults;
 mod fixtures;
 mod help;
+mod hostile_names;
 mod manifest;
 mod merge;
 mod signals;

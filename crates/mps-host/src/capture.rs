@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use sharing_policy::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_PROGRAM, HostFacts, OsText,
-    ReadOnlyCommand, probe_stdin,
+    ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
+use crate::retried::run_retried;
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
 
 /// The variable that names the pipe directory; set explicitly in the daemon query's environment.
@@ -87,7 +88,7 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     let daemon = daemon_query(&directory, &DAEMON_PROBE, options.timeout);
     std::thread::scope(|scope| {
         let gpu = scope.spawn(|| runner.run(&gpu));
-        let daemon = scope.spawn(|| runner.run(&daemon));
+        let daemon = scope.spawn(|| run_retried(runner, &daemon, &DAEMON_RETRY));
         facts.control_pipe = Some(observe_control_pipe(&facts.env));
         // A runner that panicked recorded nothing: that query stays unobserved.
         facts.daemon_query = daemon.join().ok();
@@ -208,7 +209,10 @@ mod tests {
                     )])
                 );
                 assert_eq!(query.env_removed, ["CUDA_MPS_PROTOCOL_VERSION"]);
-                assert_eq!(query.timeout, timeout);
+                // The first attempt gets what is left of the one deadline.
+                assert!(
+                    query.timeout <= timeout && query.timeout + Duration::from_secs(1) > timeout
+                );
                 answered(query)
             });
         let options = ProbeOptions {
@@ -231,7 +235,14 @@ mod tests {
         let daemon = facts.daemon_query.unwrap();
         assert_eq!(daemon.program, "nvidia-cuda-mps-control");
         assert_eq!(daemon.timeout_ms, 1234);
-        assert_eq!(daemon.elapsed_ms, 3);
+        assert!(
+            daemon.elapsed_ms < 1234,
+            "counted from the first attempt's start"
+        );
+        assert!(
+            daemon.earlier_attempts.is_empty(),
+            "a live answer is not retried"
+        );
         let pipe = facts.control_pipe.unwrap();
         assert_eq!(pipe.path, OsText::from("/nonexistent/mps-pipe/control"));
         assert_eq!(pipe.lstat.kind, sharing_policy::FileKind::Missing);

@@ -1,11 +1,11 @@
 //! A host-facts snapshot from what a Python caller passes: a path, or JSON text (a `dict` is
-//! passed as its JSON text). The checks and messages follow the CLI's `--snapshot`: capped,
+//! passed as its JSON text). The checks and messages are the CLI's `--snapshot` own: capped,
 //! regular files only, this schema only.
 
 use std::path::Path;
 
 use serde_json::Value;
-use sharing_policy::{HostFacts, SCHEMA};
+use sharing_policy::HostFacts;
 
 /// Where a snapshot comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,36 +22,20 @@ pub enum Source<'a> {
 /// An unreadable file, text that is not JSON, a snapshot of another schema, or one whose
 /// records do not have this schema's shape.
 pub fn load(source: Source<'_>) -> Result<HostFacts, String> {
-    let (value, shown) = match source {
-        Source::Path(path) => (
-            sharing_manifest::read_json_file(path).map_err(|err| err.to_string())?,
-            path.display().to_string(),
-        ),
-        Source::Text(text) => (
-            serde_json::from_str(text).map_err(|err| format!("snapshot: not valid JSON: {err}"))?,
-            "snapshot".to_owned(),
-        ),
-    };
-    match value.get("schema") {
-        Some(Value::String(schema)) if schema == SCHEMA => {}
-        Some(Value::String(schema)) => {
-            return Err(format!(
-                "{shown}: snapshot schema {schema:?} is not supported; this mps-preflight reads {SCHEMA:?}: capture the host again with this version"
-            ));
-        }
-        _ => {
-            return Err(format!(
-                "{shown}: not a host-facts snapshot (expected a JSON object with \"schema\": {SCHEMA:?}, as `mps-preflight capture` writes)"
-            ));
+    match source {
+        Source::Path(path) => mps_preflight::load_snapshot(path),
+        Source::Text(text) => {
+            let value: Value = serde_json::from_str(text)
+                .map_err(|err| format!("snapshot: not valid JSON: {err}"))?;
+            mps_preflight::snapshot_from_value(value, &"snapshot")
         }
     }
-    serde_json::from_value(value)
-        .map_err(|err| format!("{shown}: not a valid {SCHEMA} snapshot: {err}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sharing_policy::SCHEMA;
 
     fn fixture(name: &str) -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -79,7 +63,7 @@ mod tests {
         let broken = load(Source::Text("{")).unwrap_err();
         assert!(broken.starts_with("snapshot: not valid JSON"), "{broken}");
         let missing = load(Source::Path(Path::new("/nonexistent/host.json"))).unwrap_err();
-        assert!(missing.starts_with("/nonexistent/host.json: "), "{missing}");
+        assert!(missing.starts_with("'/nonexistent/host.json': "), "{missing}");
         let shape = load(Source::Text(&format!(r#"{{"schema": "{SCHEMA}"}}"#))).unwrap_err();
         assert!(shape.contains("not a valid"), "{shape}");
     }

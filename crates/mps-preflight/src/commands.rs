@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
 use crate::cli::{CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs};
-use crate::output::{Output, Status, json_text};
+use crate::output::{Output, Status, json_text, one_line};
 use crate::snapshot;
 
 /// `probe`: `capture` then `check`, in memory, then the manifest.
@@ -56,7 +56,7 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
             Ok(()) => Output::data(String::new()),
             Err(err) => Output::input(format!(
                 "{}: cannot write the snapshot: {err}",
-                path.display()
+                sharing_manifest::quote_path(path)
             )),
         },
     }
@@ -96,14 +96,22 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
     }
 }
 
-/// `merge`: every file read (exit 2 when one cannot be), then the rank check.
+/// `merge`: every file read (exit 2, one line for each that cannot be), then the rank check.
 pub(crate) fn merge(args: &MergeArgs) -> Output {
     let mut inputs = Vec::with_capacity(args.files.len());
+    let mut unreadable = Vec::new();
     for path in &args.files {
         match sharing_manifest::read_json_file(path) {
-            Ok(value) => inputs.push((path.display().to_string(), value)),
-            Err(err) => return Output::input(err.to_string()),
+            Ok(value) => inputs.push((path.to_string_lossy().into_owned(), value)),
+            Err(err) => unreadable.push(err.to_string()),
         }
+    }
+    if !unreadable.is_empty() {
+        return Output {
+            status: Status::Input,
+            stdout: String::new(),
+            errors: unreadable,
+        };
     }
     let report = sharing_manifest::merge(&inputs);
     if report.is_consistent() {
@@ -217,10 +225,10 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
             "\n{}. [{}] {}\n   found: {}\n   why:   {}\n   fix:   {}\n",
             number + 1,
             finding.code.as_str(),
-            finding.message,
-            finding.found,
-            finding.why,
-            finding.fix
+            one_line(&finding.message),
+            one_line(&finding.found),
+            one_line(&finding.why),
+            one_line(&finding.fix)
         );
     }
     text

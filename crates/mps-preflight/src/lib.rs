@@ -4,7 +4,8 @@
 //! This crate is the only one that knows argv, stdout/stderr and exit codes. It observes the
 //! host through `mps-host`, judges through `sharing-policy`, and writes manifests through
 //! `sharing-manifest`. Exit status: 0 success, 1 rejected (stdout empty, stderr `error: …`),
-//! 2 usage error or unreadable input.
+//! 2 usage error or unreadable input, 128+N when ended by signal N (SIGINT, SIGTERM, SIGHUP),
+//! after every running query's process group was killed.
 //!
 //! The command line is a library entry point, [`run`], so that the binary and the Python
 //! package's `mps-preflight` console command (crates/mps-preflight-py) are one CLI.
@@ -18,17 +19,23 @@
 
 mod cli;
 mod commands;
+mod interrupt;
 mod output;
 mod snapshot;
 mod suite;
 mod visibility;
 
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser as _;
 
 use crate::cli::{Cli, Command};
+
+/// The CLI's `--snapshot` reading, for the other front ends (the Python package): the same
+/// bounds, schema checks and messages.
+pub use crate::snapshot::{from_value as snapshot_from_value, load as load_snapshot};
 use crate::output::{Output, Status};
 
 /// Runs the command line `args` (the program name first, as in `std::env::args_os`): writes
@@ -48,12 +55,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) => {
             // `--help` and `--version` print to stdout and succeed; usage errors print
             // clap's `error: …` on stderr and exit 2.
-            let _ = err.print();
+            print_usage_error(&err, &args);
             return if err.use_stderr() {
                 Status::Input.code()
             } else {
@@ -61,7 +69,28 @@ where
             };
         }
     };
+    if let Err(err) = interrupt::install() {
+        eprintln!("error: cannot install the signal handlers: {err}");
+        return Status::Input.code();
+    }
     execute(&cli).emit()
+}
+
+/// Prints clap's message, with every argument that holds a control character escaped where
+/// clap quotes it, so a hostile argument cannot forge an `error:` line (issue 15).
+fn print_usage_error(err: &clap::Error, args: &[OsString]) {
+    let mut text = err.render().to_string();
+    for arg in args.iter().skip(1) {
+        let arg = arg.to_string_lossy();
+        if arg.chars().any(char::is_control) {
+            text = text.replace(&*arg, &output::one_line(&arg));
+        }
+    }
+    let _ = if err.use_stderr() {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    } else {
+        std::io::stdout().lock().write_all(text.as_bytes())
+    };
 }
 
 /// What [`run`] would print and return, kept instead of written: for callers that run the

@@ -1,5 +1,7 @@
 //! What a command produces, before it is written: stdout text, error lines, and the exit status.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write as _;
 
 /// The documented exit statuses.
@@ -77,10 +79,34 @@ impl Output {
         let mut err_stream = std::io::stderr().lock();
         for message in &errors {
             // Nothing sensible is left to do when stderr itself is closed.
-            let _ = writeln!(err_stream, "error: {message}");
+            let _ = writeln!(err_stream, "error: {}", one_line(message));
         }
         status.code()
     }
+}
+
+/// `text` with every control character escaped (`\n`, `\r`, `\t`, `\xNN`), so a
+/// name interpolated into a message (a pipe directory, a file name) cannot end its line early or
+/// start a forged `error:` line. Names are quoted where they are interpolated; this is the last
+/// guard for every message of every command.
+pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for ch in text.chars() {
+        match ch {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            // Every control character is at most U+009F.
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Pretty JSON with a trailing newline (`serde_json`'s `{:#}` cannot fail).

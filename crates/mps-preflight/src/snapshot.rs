@@ -8,14 +8,20 @@ use sharing_policy::{HostFacts, SCHEMA};
 
 /// Reads the snapshot at `path`. Every failure is an input error (exit 2), with a message that
 /// names the file and says what to do.
-pub(crate) fn load(path: &Path) -> Result<HostFacts, String> {
+///
+/// # Errors
+/// An unreadable or oversized file, not JSON, another schema, or not this schema's shape.
+pub fn load(path: &Path) -> Result<HostFacts, String> {
     let value = sharing_manifest::read_json_file(path).map_err(|err| err.to_string())?;
-    from_value(value, &path.display())
+    from_value(value, &sharing_manifest::quote_path(path))
 }
 
 /// A snapshot already read as JSON (an inline snapshot of a `test` case), `shown` as where it
 /// came from in messages: the same checks as [`load`].
-pub(crate) fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts, String> {
+///
+/// # Errors
+/// Another schema, no schema, or not this schema's shape.
+pub fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts, String> {
     match value.get("schema") {
         Some(Value::String(schema)) if schema == SCHEMA => {}
         Some(Value::String(schema)) => {

@@ -192,6 +192,23 @@ pub struct QueryRecord {
     pub elapsed_ms: u64,
     /// How it ended.
     pub outcome: QueryOutcome,
+    /// The attempts before this one, oldest first, when the query was retried (issue 15: the
+    /// daemon query is asked again after a transient outcome, `sharing_policy::retry`). The
+    /// fields above describe the last attempt, except `elapsed_ms`, which then counts from the
+    /// first attempt's start. Absent in JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<Attempt>,
+}
+
+/// One earlier attempt of a retried query: how it ended and how long the probe waited after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// How long the attempt ran, in milliseconds.
+    pub elapsed_ms: u64,
+    /// The pause before the next attempt, in milliseconds.
+    pub backoff_ms: u64,
+    /// How it ended.
+    pub outcome: QueryOutcome,
 }
 
 /// How a subprocess run ended.

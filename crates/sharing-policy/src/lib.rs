@@ -11,6 +11,7 @@ mod facts;
 mod finding;
 mod gpu;
 mod request;
+pub mod retry;
 mod start;
 mod text;
 
@@ -19,15 +20,15 @@ pub use code::Code;
 pub use commands::{DAEMON_PROBE, ReadOnlyCommand, probe_stdin};
 pub use evidence::Evidence;
 pub use facts::{
-    AccessFacts, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY,
-    EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText, PID_FILE_NAME,
-    PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, parse_pid,
+    AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
+    DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText,
+    PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, parse_pid,
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{HostTableError, host_gpu_table, index_order_trusted};
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use start::start_command;
-pub use text::shell_quote;
+pub use text::{quote_name, shell_quote};
 
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an
 /// `AF_UNIX` `sun_path` holds 108 bytes including the terminating NUL.

@@ -340,13 +340,18 @@ impl FakeHost {
 
     /// The same, with arguments that need not be UTF-8.
     pub(crate) fn run_os(&self, args: &[&OsStr]) -> Run {
+        finish(&mut self.command(args))
+    }
+
+    /// The binary with `args` in this host's environment, not yet started.
+    pub(crate) fn command<A: AsRef<OsStr>>(&self, args: &[A]) -> Command {
         let mut command = Command::new(BIN);
         command
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(self.dir.path())
             .args(args);
-        finish(&mut command)
+        command
     }
 
     /// Runs the binary as `nobody` (UID and GID 65534, no groups) through `setpriv`, with a copy

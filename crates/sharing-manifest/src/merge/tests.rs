@@ -153,11 +153,12 @@ fn mode_problems() {
     ambient.effective = None;
     ambient.validated = false;
     let mut other = rank(2, 3);
-    other.effective = None;
+    other.effective = None; // and still validated: that contradicts itself (issue 15)
     let report = merge(&inputs(&[rank(0, 3), ambient, other]));
     assert_eq!(
         codes(&report),
         [
+            "contradictory-evidence",
             "configured-mismatch",
             "effective-mismatch",
             "validated-mismatch"
@@ -304,4 +305,73 @@ fn disagreeing_ranks_leave_the_run_values_null() {
     assert_eq!(json["configured"], "mps");
     assert_eq!(json["effective"], "mps");
     assert_eq!(json["validated"], true);
+}
+
+#[test]
+fn evidence_that_contradicts_itself_is_named_by_file() {
+    let mut two_gpus = rank(0, 4);
+    two_gpus.collector_gpu_uuid = Some("OTHER".to_owned());
+    let mut null_mode = rank(1, 4);
+    null_mode.configured = None;
+    null_mode.effective = None;
+    let mut no_uuid = rank(2, 4);
+    no_uuid.learner_gpu_uuid = None;
+    let mut honest_ambient = rank(3, 4);
+    honest_ambient.configured = None;
+    honest_ambient.effective = None;
+    honest_ambient.validated = false;
+    honest_ambient.collector_gpu_uuid = Some("OTHER".to_owned());
+    let report = merge(&inputs(&[two_gpus, null_mode, no_uuid, honest_ambient]));
+    let contradictions: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|finding| finding.code == MergeCode::ContradictoryEvidence)
+        .map(ToString::to_string)
+        .collect();
+    insta::assert_snapshot!(contradictions.join("\n"), @r#"
+    contradictory-evidence: 'rank0.json' contradicts itself: validated is true but the learner's GPU "UUID0" and the collector's GPU "OTHER" differ; the validator never writes that, so this evidence cannot be trusted
+    contradictory-evidence: 'rank1.json' contradicts itself: validated is true but configured is null, not "mps"; the validator never writes that, so this evidence cannot be trusted
+    contradictory-evidence: 'rank2.json' contradicts itself: validated is true but a GPU UUID is missing; the validator never writes that, so this evidence cannot be trusted
+    "#);
+}
+
+#[test]
+fn spellings_of_one_pipe_directory_are_one_daemon() {
+    let mut ranks = Vec::new();
+    for (index, spelling) in ["/run/mps", "/run/mps/", "//run/mps", "/run/./mps/."]
+        .iter()
+        .enumerate()
+    {
+        let mut evidence = rank(i64::try_from(index).unwrap(), 4);
+        evidence.pipe_directory = Some((*spelling).to_owned());
+        evidence.pipe_directory_env = Some((*spelling).to_owned());
+        let sep = if spelling.ends_with('/') { "" } else { "/" };
+        evidence.control_pipe = Some(format!("{spelling}{sep}control"));
+        ranks.push(evidence);
+    }
+    assert!(
+        merge(&inputs(&ranks)).is_consistent(),
+        "{}",
+        render(&merge(&inputs(&ranks)))
+    );
+    ranks[3].server_pid = Some(501);
+    let report = merge(&inputs(&ranks));
+    assert_eq!(codes(&report), ["server-mismatch"]);
+    insta::assert_snapshot!(render(&report), @"server-mismatch: ranks using pipe directory '/run/mps' = '/run/mps/' = '//run/mps' = '/run/./mps/.' saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts): server_pid 500 in 'rank0.json', 'rank1.json', 'rank2.json'; server_pid 501 in 'rank3.json'");
+    // A symbolic link is not resolved: another spelling that is not lexically the same stays apart.
+    ranks[3].pipe_directory = Some("/run/mps-link".to_owned());
+    ranks[3].control_pipe = Some("/run/mps-link/control".to_owned());
+    assert!(merge(&inputs(&ranks)).is_consistent());
+}
+
+#[test]
+fn hostile_file_names_stay_on_one_line() {
+    let evidence = evidence_to_json(&rank(5, 1));
+    let report = merge(&[("a\nerror: forged\u{1b}[2J'.json".to_owned(), evidence)]);
+    let text = render(&report);
+    assert_eq!(text.lines().count(), report.findings.len(), "{text}");
+    insta::assert_snapshot!(text, @r#"
+    rank-out-of-range: "a\nerror: forged\x1b[2J'.json" records rank 5, outside 0..1 (its world_size is 1)
+    missing-rank: world_size is 1 but no evidence was given for rank 0 (1 of 1 missing; 1 given)
+    "#);
 }

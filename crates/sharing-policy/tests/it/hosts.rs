@@ -79,6 +79,7 @@ pub(crate) fn gpu_query(outcome: QueryOutcome) -> QueryRecord {
         timeout_ms: 5000,
         elapsed_ms: 41,
         outcome,
+        earlier_attempts: Vec::new(),
     }
 }
 
@@ -100,6 +101,7 @@ pub(crate) fn daemon_query(env: &EnvFacts, outcome: QueryOutcome) -> QueryRecord
         timeout_ms: 5000,
         elapsed_ms,
         outcome,
+        earlier_attempts: Vec::new(),
     }
 }
 

@@ -1,0 +1,104 @@
+//! The checks of ranks that share one host and one control pipe: one pipe, one daemon, one
+//! server. Ranks on different hosts legitimately see different daemons.
+
+use sharing_policy::Evidence;
+
+use super::{MergeCode, MergeFinding, RankRecord, group, json_text, mismatch, pipe, quote_source};
+
+/// The per-host checks, for each host (`host_name`; unknown is one group) on its own.
+pub(super) fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
+    for (host_name, _) in group(ranks, |evidence| evidence.host_name.clone()) {
+        let on_host: Vec<RankRecord> = ranks
+            .iter()
+            .filter(|record| record.evidence.host_name == host_name)
+            .cloned()
+            .collect();
+        check_host(host_name.as_deref(), &on_host, findings);
+    }
+}
+
+/// The ranks of one host grouped by the control pipe their pipe directory names
+/// ([`pipe::normalised`]: `/p`, `/p/` and `//p` are one), each group checked for one pipe, one
+/// daemon and one server.
+fn check_host(host_name: Option<&str>, ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
+    let directory_of =
+        |evidence: &Evidence| evidence.pipe_directory.as_deref().map(pipe::normalised);
+    for (normalised, _) in group(ranks, directory_of) {
+        let Some(normalised) = normalised else {
+            continue;
+        };
+        let host: Vec<RankRecord> = ranks
+            .iter()
+            .filter(|record| directory_of(&record.evidence).as_ref() == Some(&normalised))
+            .cloned()
+            .collect();
+        // The spellings the ranks used, for the messages.
+        let spellings: Vec<String> = group(&host, |evidence| evidence.pipe_directory.clone())
+            .into_iter()
+            .filter_map(|(spelling, _)| spelling)
+            .collect();
+        let directory = spellings
+            .iter()
+            .map(|spelling| quote_source(spelling))
+            .collect::<Vec<_>>()
+            .join(" = ");
+        let scope = match host_name {
+            Some(name) => format!(
+                "ranks on host {} using pipe directory {directory}",
+                quote_source(name)
+            ),
+            None => format!("ranks using pipe directory {directory}"),
+        };
+        let pipes = group(&host, |evidence| {
+            (
+                evidence
+                    .control_pipe
+                    .as_deref()
+                    .map(pipe::normalised_control),
+                evidence.control_pipe_kind.clone(),
+            )
+        });
+        if pipes.len() > 1 {
+            findings.push(mismatch(
+                MergeCode::ControlPipeMismatch,
+                &format!("{scope} name different control pipes"),
+                &pipes,
+                |(path, kind)| {
+                    format!(
+                        "{} ({})",
+                        json_text(path.as_deref()),
+                        kind.as_deref().unwrap_or("not a pipe")
+                    )
+                },
+            ));
+        }
+        let seen = |key: fn(&Evidence) -> Option<i64>| -> Vec<(i64, Vec<String>)> {
+            group(&host, key)
+                .into_iter()
+                .filter_map(|(pid, sources)| pid.map(|pid| (pid, sources)))
+                .collect()
+        };
+        let daemons = seen(|evidence| evidence.daemon_pid);
+        if daemons.len() > 1 {
+            findings.push(mismatch(
+                MergeCode::DaemonMismatch,
+                &format!(
+                    "{scope} saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory)"
+                ),
+                &daemons,
+                |pid| format!("daemon_pid {pid}"),
+            ));
+        }
+        let servers = seen(|evidence| evidence.server_pid);
+        if servers.len() > 1 {
+            findings.push(mismatch(
+                MergeCode::ServerMismatch,
+                &format!(
+                    "{scope} saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts)"
+                ),
+                &servers,
+                |pid| format!("server_pid {pid}"),
+            ));
+        }
+    }
+}

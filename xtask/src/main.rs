@@ -5,10 +5,15 @@
 //! - `cargo xtask deny` runs cargo-deny's offline checks, installing it when missing.
 //! - `cargo xtask bench` measures the release binary on a fake host (BENCHMARKS.md).
 //! - `cargo xtask fuzz` runs the cargo-fuzz targets of `fuzz/` for a while each (README.md).
+//! - `cargo xtask package` packages the library crates and checks what each package holds.
 
 mod bench;
+// Test-only: the dependency budget of ARCHITECTURE.md, checked with `cargo tree`.
+#[cfg(test)]
+mod budget;
 mod fuzz;
 mod layers;
+mod package;
 
 use std::process::{Command, ExitCode};
 
@@ -20,6 +25,7 @@ fn main() -> ExitCode {
         Some("deny") => deny(),
         Some("bench") => bench::run(args.get(1..).unwrap_or_default()),
         Some("fuzz") => fuzz::run(args.get(1..).unwrap_or_default()),
+        Some("package") => package::run(),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -31,14 +37,16 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz>
+const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz|package>
   ci      fmt --check, clippy -D warnings, tests, docs (warnings denied), layers, deny
   layers  check that every crate depends only on the layers below it (ARCHITECTURE.md)
   deny    cargo deny check bans licenses sources (installs cargo-deny when missing)
   bench   whole-process timings and peak memory of the release binary on a fake host
           (`--runs N`, default 50); not part of ci. See BENCHMARKS.md
   fuzz    run each cargo-fuzz target (`--seconds N` each, default 600; optionally TARGET...)
-          on a scratch copy of fuzz/seeds; installs cargo-fuzz when missing; not part of ci";
+          on a scratch copy of fuzz/seeds; installs cargo-fuzz when missing; not part of ci
+  package cargo package --workspace (the library crates), then each .crate file's contents
+          checked (no fixtures, snapshots, benches or target files) and its size reported";
 
 fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;

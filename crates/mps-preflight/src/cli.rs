@@ -68,7 +68,7 @@ Observe this host (environment, control pipe, pid file, `nvidia-smi`, a read-onl
 and validate the request against what was seen. This is `capture` then `check`, in memory:
 `check` on a fresh `capture` prints exactly what `probe` prints.
 
-On success stdout is exactly one JSON object, the evidence (23 keys). When rejected, stdout is
+On success stdout is exactly one JSON object, the evidence (24 keys). When rejected, stdout is
 empty and stderr begins with `error: ` and says what to do.",
         after_help = format!("Examples:
   mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
@@ -168,6 +168,27 @@ daemon-mismatch, server-mismatch, daemon-identity-mismatch.
 {EXIT_CODES}")
     )]
     Merge(MergeArgs),
+
+    /// Run policy suites: captured snapshots, requests and expected outcomes, offline
+    #[command(
+        long_about = "\
+Run policy suites offline: each case of a `*.cases.json` file is a captured snapshot, a request
+and the expected outcome (validated, with some evidence fields, or rejected with a code). Like
+`check`, it touches nothing on this host. One `ok`/`FAIL` line per case, then `N passed, N failed`.
+A case naming a snapshot of another schema, an unknown code, request flag or evidence key is an
+error (exit 2), never a pass. The format: docs/offline-testing.md.",
+        after_help = "Examples:
+  mps-preflight test fixtures/cases
+  mps-preflight test fleet/gpu-hosts.cases.json --junit reports/policy.xml
+
+Exit status:
+  0  every case passed
+  1  a case failed; the report is on stdout, and stderr says `error: N of M cases failed`
+  2  usage error, or a case that cannot be read (missing file, not JSON, an unknown key,
+     code or evidence field, a snapshot of another schema version, a JUnit file that
+     cannot be written)"
+    )]
+    Test(TestArgs),
 }
 
 /// What the launcher asks for (probe, check, doctor).
@@ -337,6 +358,20 @@ pub(crate) struct MergeArgs {
     /// One manifest or evidence file per rank
     #[arg(value_name = "FILE", required = true)]
     pub(crate) files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TestArgs {
+    /// A case file (`*.cases.json`), or a folder whose `*.cases.json` files are all run
+    #[arg(value_name = "PATH", required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "Also write the results as JUnit XML to FILE (atomically), for CI dashboards"
+    )]
+    pub(crate) junit: Option<PathBuf>,
 }
 
 /// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
 use crate::cli::{CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs};
-use crate::output::{Output, Status, json_text};
+use crate::output::{Output, Status, json_text, one_line};
 use crate::snapshot;
 
 /// `probe`: `capture` then `check`, in memory, then the manifest.
@@ -56,7 +56,7 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
             Ok(()) => Output::data(String::new()),
             Err(err) => Output::input(format!(
                 "{}: cannot write the snapshot: {err}",
-                path.display()
+                sharing_manifest::quote_path(path)
             )),
         },
     }
@@ -101,14 +101,22 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
     }
 }
 
-/// `merge`: every file read (exit 2 when one cannot be), then the rank check.
+/// `merge`: every file read (exit 2, one line for each that cannot be), then the rank check.
 pub(crate) fn merge(args: &MergeArgs) -> Output {
     let mut inputs = Vec::with_capacity(args.files.len());
+    let mut unreadable = Vec::new();
     for path in &args.files {
         match sharing_manifest::read_json_file(path) {
-            Ok(value) => inputs.push((path.display().to_string(), value)),
-            Err(err) => return Output::input(err.to_string()),
+            Ok(value) => inputs.push((path.to_string_lossy().into_owned(), value)),
+            Err(err) => unreadable.push(err.to_string()),
         }
+    }
+    if !unreadable.is_empty() {
+        return Output {
+            status: Status::Input,
+            stdout: String::new(),
+            errors: unreadable,
+        };
     }
     let report = sharing_manifest::merge(&inputs);
     if report.is_consistent() {
@@ -138,11 +146,16 @@ fn probe_options(args: &RequestArgs, request: &Request) -> ProbeOptions {
 /// The snapshot, with `--learner-uuid` (when given) replacing the recorded one, exactly as
 /// `probe` puts it into a fresh capture.
 fn load_snapshot(path: &Path, args: &RequestArgs) -> Result<HostFacts, Output> {
-    let mut facts = snapshot::load(path).map_err(Output::input)?;
+    let facts = snapshot::load(path).map_err(Output::input)?;
+    Ok(with_learner_uuid(facts, args))
+}
+
+/// `facts` with `--learner-uuid` (when given) replacing the recorded learner UUID.
+pub(crate) fn with_learner_uuid(mut facts: HostFacts, args: &RequestArgs) -> HostFacts {
     if let Some(uuid) = &args.learner_uuid {
         facts.learner_uuid = Some(uuid.clone());
     }
-    Ok(facts)
+    facts
 }
 
 /// Exit 0 with the evidence as one JSON object, or exit 1 with the rejection.
@@ -232,10 +245,10 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
             "\n{}. [{}] {}\n   found: {}\n   why:   {}\n   fix:   {}\n",
             number + 1,
             finding.code.as_str(),
-            finding.message,
-            finding.found,
-            finding.why,
-            finding.fix
+            one_line(&finding.message),
+            one_line(&finding.found),
+            one_line(&finding.why),
+            one_line(&finding.fix)
         );
     }
     text
@@ -259,7 +272,7 @@ fn warnings_human(warnings: &[Finding]) -> String {
 }
 
 /// Temp file in the same directory, write, fsync, rename.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

@@ -8,8 +8,8 @@ use sharing_policy::Evidence;
 pub const MANIFEST_KEY: &str = "cuda_process_sharing";
 
 /// The evidence keys, in the order they are written: the seed's `to_dict` order, then
-/// `daemon_pid`, then the keys of "validated means served" (issue 10).
-pub const EVIDENCE_KEYS: [&str; 23] = [
+/// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`.
+pub const EVIDENCE_KEYS: [&str; 24] = [
     "configured",
     "effective",
     "validated",
@@ -33,9 +33,10 @@ pub const EVIDENCE_KEYS: [&str; 23] = [
     "compute_mode",
     "driver_version",
     "unverified",
+    "host_name",
 ];
 
-/// The evidence as a JSON object: the 23 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 24 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -48,7 +49,7 @@ pub const EVIDENCE_KEYS: [&str; 23] = [
 ///     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
 ///     server_pid: None, ambient_server: false, daemon_pid: None,
 ///     caller_uid: None, server_uids: vec![], daemon_visible_devices: None,
-///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![],
+///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![], host_name: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -82,6 +83,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         compute_mode,
         driver_version,
         unverified,
+        host_name,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -110,6 +112,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
             .iter()
             .map(|code| Value::from(code.as_str()))
             .collect(),
+        text(host_name.as_deref()),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -130,8 +133,8 @@ fn number(value: Option<i64>) -> Value {
 /// Reads evidence back from JSON: either an evidence object, or a manifest that holds one
 /// under [`MANIFEST_KEY`].
 ///
-/// Unknown keys are ignored, and a missing `daemon_pid` or issue 10 key reads as `null` (or an
-/// empty list), so the seed's 15-key evidence and the 16-key evidence are accepted too.
+/// Unknown keys are ignored, and a missing `daemon_pid`, issue 10 key or `host_name` reads as
+/// `null` (or an empty list), so the seed's 15-key evidence and older evidence are accepted too.
 ///
 /// # Errors
 /// A message saying why the value is not evidence (missing key, wrong type).
@@ -198,6 +201,7 @@ mod tests {
             compute_mode: Some("Exclusive_Process".to_owned()),
             driver_version: Some("550.163.01".to_owned()),
             unverified: vec![],
+            host_name: Some("gpu-node-07".to_owned()),
         }
     }
 
@@ -257,6 +261,7 @@ mod tests {
             compute_mode: None,
             driver_version: None,
             unverified: vec![sharing_policy::Code::DaemonScopeUnverified],
+            host_name: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());
@@ -273,7 +278,9 @@ mod tests {
         assert_eq!(evidence_from_json(&manifest).unwrap(), evidence);
         let mut seed = json;
         seed.as_object_mut().unwrap().shift_remove("daemon_pid");
-        assert_eq!(evidence_from_json(&seed).unwrap().daemon_pid, None);
+        seed.as_object_mut().unwrap().shift_remove("host_name");
+        let read = evidence_from_json(&seed).unwrap();
+        assert_eq!((read.daemon_pid, read.host_name), (None, None));
     }
 
     #[test]

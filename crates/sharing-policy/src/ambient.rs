@@ -45,10 +45,12 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         compute_mode: None,
         driver_version: None,
         unverified: Vec::new(),
+        host_name: None,
     };
     if facts.schema != SCHEMA && facts.schema != SCHEMA_V1 {
         return evidence;
     }
+    evidence.host_name = facts.host_name.as_ref().map(OsText::to_string_lossy);
     let env = &facts.env;
     evidence.pipe_directory_env = env
         .cuda_mps_pipe_directory

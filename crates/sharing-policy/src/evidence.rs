@@ -4,7 +4,8 @@ use crate::Code;
 
 /// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid`, then what
 /// "served" needs (schema v2): who asked, who owns the servers, the daemon's GPU scope and
-/// mode, the GPU's compute mode and driver, and what could not be verified.
+/// mode, the GPU's compute mode and driver, and what could not be verified; last, the host
+/// the rank ran on (`host_name`), which `merge` groups by.
 ///
 /// Field order is the JSON key order; keep it. The keys after `daemon_pid` read as their
 /// defaults when absent, so older evidence still reads.
@@ -66,4 +67,8 @@ pub struct Evidence {
     /// when all were proven (and always empty for a null request, which claims nothing).
     #[serde(default)]
     pub unverified: Vec<Code>,
+    /// The host the rank ran on ([`crate::HostFacts::host_name`], lossy UTF-8; null when not
+    /// recorded). `merge` groups its per-host checks by it.
+    #[serde(default)]
+    pub host_name: Option<String>,
 }

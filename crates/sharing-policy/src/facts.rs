@@ -18,7 +18,7 @@ pub const SCHEMA_V1: &str = "mps-preflight/host-facts/v1";
 
 /// The top-level fields that only [`SCHEMA`] (v2) defines; a v1 snapshot that carries one is
 /// refused ([`schema_field_error`]).
-pub const V2_ONLY_FIELDS: [&str; 3] = ["caller", "server_processes", "daemon_process"];
+pub const V2_ONLY_FIELDS: [&str; 4] = ["caller", "server_processes", "daemon_process", "host_name"];
 
 /// Why a snapshot's top-level `fields` do not belong to its `schema`, if they do not: a
 /// reader calls this before deserialising, so a v1 snapshot that carries a v2 fact is refused
@@ -142,6 +142,11 @@ pub struct HostFacts {
     /// v2: the control daemon's own process, found through the pid file or a `/proc` scan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daemon_process: Option<DaemonSearch>,
+    /// The host's name as `uname(2)` gives it (`nodename`), raw. Recorded in the evidence so
+    /// that `merge` can tell ranks on different nodes apart. Absent from older snapshots
+    /// (read as `None`) and left out of the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<OsText>,
 }
 
 impl HostFacts {
@@ -159,6 +164,7 @@ impl HostFacts {
             caller: None,
             server_processes: None,
             daemon_process: None,
+            host_name: None,
         }
     }
 }
@@ -242,6 +248,23 @@ pub struct QueryRecord {
     pub timeout_ms: u64,
     /// How long the run took, in milliseconds.
     pub elapsed_ms: u64,
+    /// How it ended.
+    pub outcome: QueryOutcome,
+    /// The attempts before this one, oldest first, when the query was retried (issue 15: the
+    /// daemon query is asked again after a transient outcome, `sharing_policy::retry`). The
+    /// fields above describe the last attempt, except `elapsed_ms`, which then counts from the
+    /// first attempt's start. Absent in JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<Attempt>,
+}
+
+/// One earlier attempt of a retried query: how it ended and how long the probe waited after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// How long the attempt ran, in milliseconds.
+    pub elapsed_ms: u64,
+    /// The pause before the next attempt, in milliseconds.
+    pub backoff_ms: u64,
     /// How it ended.
     pub outcome: QueryOutcome,
 }

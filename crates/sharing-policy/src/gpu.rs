@@ -182,6 +182,7 @@ fn first_line(text: &str) -> &str {
 ///         stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
 ///         stderr: CapturedText::default(),
 ///     },
+///     earlier_attempts: vec![],
 /// };
 /// let row = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n";
 /// let table = host_gpu_table(&record(0, row))?;

@@ -1,103 +1,4 @@
-//! The pure, fail-closed validator of CUDA MPS process sharing.
-//!
-//! This crate performs no I/O, reads no clock and no environment, and never initialises CUDA
-//! (a CUDA initialisation *is* an MPS client handshake): every fact arrives in a [`HostFacts`]
-//! snapshot, so a capture taken on a GPU host replays identically on a laptop.
-//!
-//! Input: a [`Request`] (what the launcher asks for) and a [`HostFacts`] snapshot (raw
-//! observations of one host, recorded by `mps-host` or loaded from a fixture). Output:
-//!
-//! - [`validate`]: for an explicit `mps` request, [`Evidence`] when every prerequisite is
-//!   proven, else the first unmet one as a [`Rejection`] with a stable [`Code`]. For a null
-//!   request, best-effort ambient evidence; it never rejects.
-//! - [`explain`]: every unmet prerequisite as a [`Finding`] (for a `doctor` view); empty
-//!   exactly when [`validate`] succeeds.
-//!
-//! Anything unknown, unparsable, timed out, cut short or not UTF-8 counts as unproven, never as
-//! a pass.
-//!
-//! The checks, in the reference implementation's order: mode, snapshot schema, backend, Linux,
-//! rank, a collector, CUDA device strings, the learner's GPU, the collector's GPU and that they
-//! are one, the control pipe (path length, presence, kind, access) and the daemon's answer; then
-//! whether that daemon will serve both processes on that GPU (schema v2): its GPU scope, the
-//! owner of its servers, and the GPU's compute mode. What could not be observed there is not a
-//! pass and not a rejection: [`Evidence::unverified`] lists it (and [`warnings`] says how to
-//! verify it), unless [`Request::require_verified`] makes it a rejection. The crate README lists
-//! every code.
-//!
-//! ROCm/HIP checks do not apply: the reference rejected a ROCm/HIP `PyTorch` build, but this
-//! validator runs no `PyTorch`; GPUs are identified from `nvidia-smi` and `CUDA_VISIBLE_DEVICES`.
-//!
-//! # Examples
-//!
-//! ```
-//! use std::collections::BTreeMap;
-//! use sharing_policy::{
-//!     explain, probe_stdin, validate, AccessFacts, CapturedText, EnvFacts, FileFacts, FileKind,
-//!     HostFacts, PipeFacts, QueryOutcome, QueryRecord, Request, DAEMON_PROBE,
-//! };
-//!
-//! fn exited(stdout: &str) -> QueryOutcome {
-//!     QueryOutcome::Exited {
-//!         code: Some(0),
-//!         signal: None,
-//!         stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-//!         stderr: CapturedText::default(),
-//!     }
-//! }
-//! let socket = FileFacts { kind: FileKind::Socket, mode: Some(0o666), uid: Some(0), gid: Some(0), error: None };
-//! let env = EnvFacts::default(); // CUDA_VISIBLE_DEVICES unset, default pipe directory
-//! let mut facts = HostFacts::unobserved("linux", env.clone());
-//! facts.gpu_query = Some(QueryRecord {
-//!     program: "nvidia-smi".into(),
-//!     args: gpu_uuid::TABLE_QUERY_ARGS.map(String::from).to_vec(),
-//!     stdin: String::new(),
-//!     env: BTreeMap::new(),
-//!     env_removed: vec![],
-//!     timeout_ms: 5000,
-//!     elapsed_ms: 40,
-//!     outcome: exited("0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"),
-//! });
-//! facts.control_pipe = Some(PipeFacts {
-//!     directory: env.effective_pipe_directory(),
-//!     path: env.control_pipe_path(),
-//!     path_len: env.control_pipe_path().as_bytes().len(),
-//!     lstat: socket.clone(),
-//!     stat: socket,
-//!     access: AccessFacts { uid: Some(1000), directory_traversable: Some(true), read_write: Some(true), error: None },
-//! });
-//! facts.daemon_query = Some(QueryRecord {
-//!     program: "nvidia-cuda-mps-control".into(),
-//!     args: vec![],
-//!     stdin: probe_stdin(&DAEMON_PROBE),
-//!     env: BTreeMap::from([("CUDA_MPS_PIPE_DIRECTORY".into(), env.effective_pipe_directory())]),
-//!     env_removed: vec!["CUDA_MPS_PROTOCOL_VERSION".into()],
-//!     timeout_ms: 5000,
-//!     elapsed_ms: 3,
-//!     outcome: exited("100.0\n"), // a live, idle daemon: no server yet
-//! });
-//!
-//! let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
-//! let evidence = validate(&request, &facts)?;
-//! assert!(evidence.validated);
-//! assert_eq!(evidence.learner_gpu_uuid.as_deref(), Some("8932F937D72C4106C12F20BD9FAED9F6"));
-//! assert_eq!(evidence.control_pipe.as_deref(), Some("/tmp/nvidia-mps/control"));
-//! assert_eq!(evidence.server_pid, None);
-//! assert!(explain(&request, &facts).is_empty());
-//!
-//! // The same host with the daemon gone: rejected, with the command that fixes it.
-//! facts.daemon_query.as_mut().unwrap().outcome = QueryOutcome::Exited {
-//!     code: Some(1),
-//!     signal: None,
-//!     stdout: CapturedText::default(),
-//!     stderr: CapturedText::from_bytes(b"Cannot find MPS control daemon process\n", false),
-//! };
-//! let rejection = validate(&request, &facts).unwrap_err();
-//! assert_eq!(rejection.code().as_str(), "daemon-unreachable");
-//! assert!(rejection.to_string().contains("could not reach the control daemon"));
-//! assert!(rejection.to_string().contains("nvidia-cuda-mps-control -d"));
-//! # Ok::<(), sharing_policy::Rejection>(())
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod ambient;
 mod assess;
@@ -111,6 +12,7 @@ mod finding;
 mod gpu;
 mod process;
 mod request;
+pub mod retry;
 mod served;
 mod start;
 mod text;
@@ -120,10 +22,10 @@ pub use code::Code;
 pub use commands::{DAEMON_PROBE, ReadOnlyCommand, probe_stdin};
 pub use evidence::Evidence;
 pub use facts::{
-    AccessFacts, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY,
-    EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText, PID_FILE_NAME,
-    PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, SCHEMA_V1, V2_ONLY_FIELDS,
-    parse_pid, schema_field_error,
+    AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
+    DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText,
+    PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, SCHEMA_V1,
+    V2_ONLY_FIELDS, parse_pid, schema_field_error,
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{GPU_QUERY_ARGS, HostTableError, host_gpu_table, index_order_trusted};
@@ -133,7 +35,7 @@ pub use process::{
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use start::start_command;
-pub use text::shell_quote;
+pub use text::{quote_name, shell_quote};
 
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an
 /// `AF_UNIX` `sun_path` holds 108 bytes including the terminating NUL.

@@ -33,6 +33,7 @@ use crate::{
 ///         stdout: CapturedText::from_bytes(b"100.0\n4428\n4511\n", false),
 ///         stderr: CapturedText::default(),
 ///     },
+///     earlier_attempts: vec![],
 /// };
 /// assert_eq!(listed_server_pids(&record, &OsText::from("/tmp/nvidia-mps")), [4428, 4511]);
 /// ```

@@ -13,6 +13,7 @@ fn help_pages() {
         &["visibility", "--help"],
         &["doctor", "--help"],
         &["merge", "--help"],
+        &["test", "--help"],
     ];
     for args in pages {
         let run = host.run(args);

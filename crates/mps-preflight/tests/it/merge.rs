@@ -65,3 +65,36 @@ fn unreadable_inputs_exit_2() {
         assert!(run.stdout.is_empty());
     }
 }
+
+/// Every unreadable input is its own `error:` line, with its name quoted and escaped however
+/// hostile it is (issue 15); the exit is still 2 and nothing is merged.
+#[test]
+fn every_unreadable_input_is_reported_with_its_name_escaped() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt as _;
+
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("4242\n").socket();
+    rank_manifest(&host, "good.json", "0", "1");
+    std::fs::write(host.root().join("bad.json"), "{nope").unwrap();
+    let forged = "x\nerror: all ranks agree.json";
+    std::fs::write(host.root().join(forged), "[").unwrap();
+    let names: [&OsStr; 5] = [
+        OsStr::new("missing.json"),
+        OsStr::new("good.json"),
+        OsStr::new("bad.json"),
+        OsStr::new(forged),
+        OsStr::from_bytes(b"gone\xff.json"),
+    ];
+    let mut argv = vec![OsStr::new("merge")];
+    argv.extend(names);
+    let run = host.run_os(&argv);
+    assert_eq!(run.code, 2, "{}", run.render());
+    assert!(run.stdout.is_empty());
+    insta::assert_snapshot!(run.stderr, @r"
+    error: 'missing.json': cannot read: No such file or directory (os error 2)
+    error: 'bad.json': not valid JSON: key must be a string at line 1 column 2
+    error: 'x\nerror: all ranks agree.json': not valid JSON: EOF while parsing a list at line 1 column 1
+    error: 'gone\xff.json': cannot read: No such file or directory (os error 2)
+    ");
+}

@@ -350,13 +350,18 @@ impl FakeHost {
 
     /// The same, with arguments that need not be UTF-8.
     pub(crate) fn run_os(&self, args: &[&OsStr]) -> Run {
+        finish(&mut self.command(args))
+    }
+
+    /// The binary with `args` in this host's environment, not yet started.
+    pub(crate) fn command<A: AsRef<OsStr>>(&self, args: &[A]) -> Command {
         let mut command = Command::new(BIN);
         command
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(self.dir.path())
             .args(args);
-        finish(&mut command)
+        command
     }
 
     /// Runs the binary as `nobody` (UID and GID 65534, no groups) through `setpriv`, with a copy
@@ -394,9 +399,15 @@ impl FakeHost {
         Some(finish(&mut command))
     }
 
-    /// Replaces this host's temp paths (and `pid`, when given) with stable names, for snapshots.
+    /// Replaces this host's temp paths, the machine's host name (as a JSON `host_name` value)
+    /// and `pid`, when given, with stable names, for snapshots.
     pub(crate) fn redact(&self, text: &str, pid: Option<u32>) -> String {
         let mut text = text.replace(&self.dir.path().display().to_string(), "[HOST]");
+        let host_name = serde_json::Value::from(mps_host::read_host_name().to_string_lossy());
+        text = text.replace(
+            &format!("\"host_name\": {host_name}"),
+            "\"host_name\": \"[HOST_NAME]\"",
+        );
         if let Some(pid) = pid {
             text = text.replace(&pid.to_string(), "[DAEMON_PID]");
         }

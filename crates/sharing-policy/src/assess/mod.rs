@@ -169,6 +169,7 @@ pub(crate) fn explicit(
         compute_mode: served.facts.compute_mode,
         driver_version: served.facts.driver_version,
         unverified: served.unverified,
+        host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
     };
     Ok((evidence, served.warnings))
 }

@@ -16,13 +16,22 @@ pub(super) struct Checked {
 
 /// The first v2-only field an in-memory v1 snapshot holds (a reader refuses such a file).
 fn v2_field(facts: &HostFacts) -> Option<&'static str> {
-    let [caller, servers, daemon] = crate::V2_ONLY_FIELDS;
+    let [caller, servers, daemon, host_name] = crate::V2_ONLY_FIELDS;
+    let retried = |query: &Option<crate::QueryRecord>| {
+        query
+            .as_ref()
+            .is_some_and(|query| !query.earlier_attempts.is_empty())
+    };
     if facts.caller.is_some() {
         Some(caller)
     } else if facts.server_processes.is_some() {
         Some(servers)
     } else if facts.daemon_process.is_some() {
         Some(daemon)
+    } else if facts.host_name.is_some() {
+        Some(host_name)
+    } else if retried(&facts.gpu_query) || retried(&facts.daemon_query) {
+        Some("earlier_attempts")
     } else {
         None
     }

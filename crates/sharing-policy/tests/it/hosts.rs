@@ -80,6 +80,7 @@ pub(crate) fn gpu_query(outcome: QueryOutcome) -> QueryRecord {
         timeout_ms: 5000,
         elapsed_ms: 41,
         outcome,
+        earlier_attempts: Vec::new(),
     }
 }
 
@@ -101,6 +102,7 @@ pub(crate) fn daemon_query(env: &EnvFacts, outcome: QueryOutcome) -> QueryRecord
         timeout_ms: 5000,
         elapsed_ms,
         outcome,
+        earlier_attempts: Vec::new(),
     }
 }
 
@@ -197,6 +199,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         caller: None,
         server_processes: None,
         daemon_process: None,
+        host_name: None,
         env,
     }
 }

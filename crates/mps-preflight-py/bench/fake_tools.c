@@ -1,6 +1,6 @@
 /* The fake host's tools, compiled (bench/bench_probe.py builds them with `cc`): a shell script
  * would cost a shell start per query and drown what is measured. One program, named by argv[0]:
- *   nvidia-smi               one H100: four columns when asked for `name`, else index,uuid
+ *   nvidia-smi               one H100: schema v2's six columns when asked for `name`, else index,uuid
  *                            (the reference module's query);
  *   nvidia-cuda-mps-control  reads its commands to end of file, then answers as a daemon
  *                            serving server 4428 (`100.0` for the thread percentage). */
@@ -13,7 +13,7 @@ int main(int argc, char **argv) {
     name = name ? name + 1 : argv[0];
     if (strcmp(name, "nvidia-smi") == 0) {
         int four = argc > 1 && strstr(argv[1], "name") != NULL;
-        fputs(four ? "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
+        fputs(four ? "Exclusive_Process, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
                    : "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
               stdout);
         return 0;

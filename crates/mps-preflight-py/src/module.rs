@@ -11,6 +11,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use mps_host::ProbeOptions;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -26,18 +27,59 @@ use crate::spec::{Spec, deadline};
 
 /// Observes this host without the GIL: through mps-host's process runner, or through the
 /// caller's `run_command` adapter when one is given.
-fn observe(py: Python<'_>, options: &ProbeOptions, run_command: Option<Py<PyAny>>) -> HostFacts {
+///
+/// The observation runs on a thread of its own while this one waits with the GIL released,
+/// taking it back every [`SIGNAL_POLL`] to let Python run its signal handlers. When one raises
+/// (Ctrl-C's `KeyboardInterrupt`), every running query's process group is killed and reaped,
+/// the observation is joined, and the exception propagates: no query outlives the call.
+fn observe(
+    py: Python<'_>,
+    options: &ProbeOptions,
+    run_command: Option<Py<PyAny>>,
+) -> PyResult<HostFacts> {
     let runner = run_command.map(PyRunner::new);
-    py.detach(|| match &runner {
-        None => mps_host::capture(options),
-        Some(runner) => {
-            // As `mps_host::capture` does: the host name is no query's answer.
-            let mut facts = mps_host::capture_with(mps_host::read_env(), runner, options);
-            facts.host_name = Some(mps_host::read_host_name());
+    std::thread::scope(|scope| {
+        let (done, mut finished) = std::sync::mpsc::channel();
+        let observation = scope.spawn(move || {
+            let facts = match &runner {
+                None => mps_host::capture(options),
+                Some(runner) => {
+                    // As `mps_host::capture` does: the host name is no query's answer.
+                    let mut facts = mps_host::capture_with(mps_host::read_env(), runner, options);
+                    facts.host_name = Some(mps_host::read_host_name());
+                    facts
+                }
+            };
+            let _ = done.send(());
             facts
+        });
+        loop {
+            // The receiver travels into the GIL-free closure and back (it is not `Sync`).
+            let (receiver, waited) = py.detach(move || {
+                let waited = finished.recv_timeout(SIGNAL_POLL);
+                (finished, waited)
+            });
+            finished = receiver;
+            let ended = waited.is_ok();
+            if ended || observation.is_finished() {
+                return observation
+                    .join()
+                    .map_err(|_| PyRuntimeError::new_err("the host observation panicked"));
+            }
+            if let Err(interrupt) = py.check_signals() {
+                drop(mps_host::stop_all_queries(REAP_GRACE));
+                let _ = py.detach(|| observation.join());
+                return Err(interrupt);
+            }
         }
     })
 }
+
+/// How often a waiting observation lets Python handle a signal.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// The longest an interrupted observation waits for its killed queries to be reaped.
+const REAP_GRACE: Duration = Duration::from_millis(300);
 
 /// The snapshot named by `path` or given as JSON `text`, with the call's learner UUID (when
 /// given) replacing the recorded one, as the CLI's `check --learner-uuid` does.
@@ -71,7 +113,7 @@ fn probe(
     run_command: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyTuple>> {
     let (request, options) = options(&spec)?;
-    let facts = observe(py, &options, run_command);
+    let facts = observe(py, &options, run_command)?;
     convert::verdict(py, &policy::judge(&request, &facts))
 }
 
@@ -102,7 +144,7 @@ fn doctor(
 ) -> PyResult<Bound<'_, PyTuple>> {
     let (request, options) = options(&spec)?;
     let facts = if path.is_none() && text.is_none() {
-        observe(py, &options, None)
+        observe(py, &options, None)?
     } else {
         match load(&spec, path.as_ref(), text.as_ref()) {
             Ok(facts) => facts,
@@ -132,7 +174,7 @@ fn capture(
         observe_cuda: true,
         ..ProbeOptions::default()
     };
-    let facts = observe(py, &options, run_command);
+    let facts = observe(py, &options, run_command)?;
     let value = serde_json::to_value(&facts)
         .map_err(|err| PyRuntimeError::new_err(format!("cannot encode the snapshot: {err}")))?;
     convert::to_py(py, &value)

@@ -26,8 +26,9 @@ GPU0 = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
 GPU1 = "GPU-5a88edbe-90c4-2449-8c43-70c57591cca1"
 TOKEN0 = "8932F937D72C4106C12F20BD9FAED9F6"
 TOKEN1 = "5A88EDBE90C424498C4370C57591CCA1"
-ROW0 = f"0, {GPU0}, NVIDIA H100 80GB HBM3, 00000000:18:00.0"
-ROW1 = f"1, {GPU1}, NVIDIA H100 80GB HBM3, 00000000:3B:00.0"
+#: `nvidia-smi` rows of schema v2's query: compute mode, driver version, index, UUID, name, bus id.
+ROW0 = f"Exclusive_Process, 550.163.01, 0, {GPU0}, NVIDIA H100 80GB HBM3, 00000000:18:00.0"
+ROW1 = f"Exclusive_Process, 550.163.01, 1, {GPU1}, NVIDIA H100 80GB HBM3, 00000000:3B:00.0"
 
 #: The explicit request most tests make, as keyword arguments.
 MPS = {

@@ -71,7 +71,10 @@ def test_only_read_only_queries_with_subprocess_run_arguments_are_sent(host: Fak
     assert kwargs["env"]["CUDA_MPS_PIPE_DIRECTORY"] == str(host.pipe)
     assert "CUDA_MPS_PROTOCOL_VERSION" not in kwargs["env"]
     argv, kwargs = by_program["nvidia-smi"]
-    assert argv[1:] == ["--query-gpu=index,uuid,name,pci.bus_id", "--format=csv,noheader"]
+    assert argv[1:] == [
+        "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
+        "--format=csv,noheader",
+    ]
     assert "input" not in kwargs and "env" not in kwargs
 
 
@@ -234,6 +237,9 @@ def test_resolve_mps_visibility_entries_through_a_run_command(host: FakeHost) ->
     assert str(caught.value) == host.cli("visibility", "--devices", "1").error()
     with pytest.raises(ValueError, match="the table is unavailable"):
         compat.resolve_mps_visibility_entries(["0"], run_command=FakeRun())
-    mixed = f"0, {GPU0}, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n1, {GPU1}, NVIDIA GeForce RTX 3090, 00000000:02:00.0\n"
+    mixed = (
+        f"Default, 550.163.01, 0, {GPU0}, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n"
+        f"Default, 550.163.01, 1, {GPU1}, NVIDIA GeForce RTX 3090, 00000000:02:00.0\n"
+    )
     with pytest.raises(ValueError, match="index order cannot be trusted"):
         compat.resolve_mps_visibility_entries(["1"], run_command=FakeRun(**{"nvidia-smi": mixed}))

@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -109,3 +110,47 @@ def test_ctrl_c_ends_the_console_command_as_it_ends_the_binary(host: FakeHost) -
     assert console == (128 + signal.SIGINT, [])
     if BINARY is not None:
         assert _interrupted([str(BINARY)], host) == console
+
+
+_PROBE_UNTIL_INTERRUPTED = """
+import sys, time
+import mps_preflight
+started = time.monotonic()
+try:
+    mps_preflight.probe("mps", "cuda:0", "cuda:0", backend="mjwarp", timeout=20.0)
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - started:.3f} s")
+    sys.exit(0)
+print("returned")
+sys.exit(1)
+"""
+
+
+def test_ctrl_c_in_probe_raises_keyboard_interrupt_and_leaves_no_query(host: FakeHost) -> None:
+    # Issue 15: KeyboardInterrupt in the calling thread ends the probe at once (not at its 20 s
+    # deadline), and the hung query's process group is killed and reaped.
+    host.one_gpu().socket()
+    pids = host.root / "pids"
+    host.script("nvidia-cuda-mps-control", f"echo $$ >> {pids}\nexec /bin/sleep 30")
+    env = {**os.environ, **host.env, "PATH": f"{host.bin}:{os.environ.get('PATH', '')}"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", _PROBE_UNTIL_INTERRUPTED],
+        env=env, cwd=host.root, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not pids.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert pids.exists(), "the fake daemon query never started"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=5)
+        assert process.returncode == 0, (stdout, stderr)
+        assert stdout.startswith("interrupted after "), (stdout, stderr)
+        assert [pid for pid in _pids(pids) if _alive(pid)] == []
+    finally:
+        process.kill()
+        process.wait()
+        for pid in _pids(pids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -148,7 +148,13 @@ class Evidence:
         )
 
     def __hash__(self) -> int:
-        return hash(tuple(self._fields.items()))
+        # `server_uids` and `unverified` are lists: hash them as tuples.
+        return hash(
+            tuple(
+                (key, tuple(value) if isinstance(value, list) else value)
+                for key, value in self._fields.items()
+            )
+        )
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{key}={value!r}" for key, value in self._fields.items())

@@ -100,9 +100,10 @@ gpu1=GPU-5a88edbe-90c4-2449-8c43-70c57591cca1
 mkdir -p "$work/bin" "$pipe" "$work/mpslog"
 cat >"$work/bin/nvidia-smi" <<EOF
 #!/bin/sh
-[ "\$*" = "--query-gpu=index,uuid,name,pci.bus_id --format=csv,noheader" ] || exit 9
-echo '0, $gpu0, NVIDIA H100 80GB HBM3, 00000000:18:00.0'
-echo '1, $gpu1, NVIDIA H100 80GB HBM3, 00000000:3B:00.0'
+# The one query mps-preflight runs (snapshot schema v2): compute mode and driver version first.
+[ "\$*" = "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id --format=csv,noheader" ] || exit 9
+echo 'Default, 535.261.03, 0, $gpu0, NVIDIA H100 80GB HBM3, 00000000:18:00.0'
+echo 'Default, 535.261.03, 1, $gpu1, NVIDIA H100 80GB HBM3, 00000000:3B:00.0'
 EOF
 chmod +x "$work/bin/nvidia-smi"
 ln -s "$control" "$work/bin/nvidia-cuda-mps-control"

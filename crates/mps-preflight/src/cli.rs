@@ -276,6 +276,24 @@ not a JSON object (or a symlink, or not writable) is left untouched and the comm
 exits 2"
     )]
     pub(crate) manifest: Option<PathBuf>,
+
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "Also write Prometheus metrics to FILE, for node_exporter's textfile collector",
+        long_help = "\
+Also write Prometheus metrics to FILE (node_exporter's textfile-collector format),
+whether the request was validated or rejected: mps_preflight_validated,
+mps_preflight_unmet_prerequisites{code}, mps_preflight_daemon_up,
+mps_preflight_probe_duration_seconds, mps_preflight_last_run_timestamp_seconds.
+Written atomically (a temporary file in the same directory, then a rename); a file
+that cannot be written makes the command exit 2"
+    )]
+    pub(crate) prom_textfile: Option<PathBuf>,
+
+    /// The output's format: the evidence as JSON, or one line for health checks
+    #[arg(long, value_enum, default_value_t = VerdictFormat::Json)]
+    pub(crate) format: VerdictFormat,
 }
 
 #[derive(Debug, Args)]
@@ -301,6 +319,10 @@ pub(crate) struct CheckArgs {
 
     #[command(flatten)]
     pub(crate) request: RequestArgs,
+
+    /// The output's format: the evidence as JSON, or one line for health checks
+    #[arg(long, value_enum, default_value_t = VerdictFormat::Json)]
+    pub(crate) format: VerdictFormat,
 }
 
 #[derive(Debug, Args)]
@@ -325,6 +347,19 @@ pub(crate) enum Format {
     Human,
     /// For machines: one JSON object.
     Json,
+    /// For health checks: one line of at most 80 bytes (see `--format brief` of `probe`).
+    Brief,
+}
+
+/// How `probe` and `check` print their verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum VerdictFormat {
+    /// The evidence, one JSON object (a rejection prints nothing on stdout).
+    Json,
+    /// One line of at most 80 bytes, for node-problem-detector and Slurm health checks:
+    /// `OK: …` (exit 0), `<code>: <what was found>` (exit 1), `UNKNOWN: …` (exit 2: could
+    /// not tell).
+    Brief,
 }
 
 #[derive(Debug, Args)]

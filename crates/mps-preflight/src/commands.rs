@@ -2,39 +2,105 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use mps_host::ProbeOptions;
 use serde_json::{Map, Value};
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
-use crate::cli::{CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs};
+use crate::cli::{
+    CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs, VerdictFormat,
+};
 use crate::output::{Output, Status, json_text};
-use crate::snapshot;
+use crate::{brief, prom, snapshot};
 
-/// `probe`: `capture` then `check`, in memory, then the manifest.
+/// `probe`: `capture` then `check`, in memory, then the textfile and the manifest.
 pub(crate) fn probe(args: &ProbeArgs) -> Output {
+    let started = Instant::now();
     let request = args.request.to_request();
     let facts = mps_host::capture(&probe_options(&args.request, &request));
     let result = sharing_policy::validate(&request, &facts);
-    if let (Ok(evidence), Some(manifest)) = (&result, &args.manifest)
-        && let Err(err) = sharing_manifest::record_in_manifest(manifest, evidence)
-    {
-        return Output::input(format!(
-            "the request was validated, but the evidence could not be recorded: {err} (the manifest was left unchanged)"
-        ));
+    let duration = started.elapsed();
+    let textfile_error = args
+        .prom_textfile
+        .as_deref()
+        .and_then(|path| write_textfile(path, &request, &facts, result.is_ok(), duration).err());
+    let mut output = match (&result, &args.manifest) {
+        (Ok(evidence), Some(manifest)) => {
+            match sharing_manifest::record_in_manifest(manifest, evidence) {
+                Ok(()) => evidence_output(result),
+                Err(err) => Output::input(format!(
+                    "the request was validated, but the evidence could not be recorded: {err} (the manifest was left unchanged)"
+                )),
+            }
+        }
+        _ => evidence_output(result),
+    };
+    if let Some(err) = textfile_error {
+        output.status = Status::Input;
+        output.stdout.clear();
+        output.errors.insert(0, err);
     }
-    evidence_output(result)
+    in_format(args.format, output, &request, &facts)
 }
 
 /// `check`: the same validation as `probe`, over a snapshot.
 pub(crate) fn check(args: &CheckArgs) -> Output {
     let facts = match load_snapshot(&args.snapshot, &args.request) {
         Ok(facts) => facts,
+        Err(output) if args.format == VerdictFormat::Brief => return brief::apply(output, ""),
         Err(output) => return output,
     };
-    evidence_output(sharing_policy::validate(&args.request.to_request(), &facts))
+    let request = args.request.to_request();
+    let output = evidence_output(sharing_policy::validate(&request, &facts));
+    in_format(args.format, output, &request, &facts)
+}
+
+/// `output` as it is (JSON), or as one brief line judged from the same request and facts.
+fn in_format(
+    format: VerdictFormat,
+    output: Output,
+    request: &Request,
+    facts: &HostFacts,
+) -> Output {
+    match format {
+        VerdictFormat::Json => output,
+        VerdictFormat::Brief => {
+            let findings = sharing_policy::explain(request, facts);
+            let evidence = sharing_policy::validate(request, facts).ok();
+            brief::apply(
+                output,
+                &brief::verdict(request, &findings, evidence.as_ref()),
+            )
+        }
+    }
+}
+
+/// The metrics of one probe, written to `path`; the error is the message to print.
+fn write_textfile(
+    path: &Path,
+    request: &Request,
+    facts: &HostFacts,
+    validated: bool,
+    duration: Duration,
+) -> Result<(), String> {
+    let findings = sharing_policy::explain(request, facts);
+    let ambient = prom::ambient_evidence(request, facts);
+    let text = prom::render(&prom::ProbeMetrics {
+        validated,
+        findings: &findings,
+        ambient: ambient.as_ref(),
+        duration,
+        finished: SystemTime::now(),
+    });
+    prom::write(path, &text).map_err(|err| {
+        format!(
+            "{}: cannot write the Prometheus textfile: {err}",
+            path.display()
+        )
+    })
 }
 
 /// `capture`: the snapshot, pretty JSON, on stdout or into `--output`.
@@ -68,6 +134,7 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
     let facts = match &args.snapshot {
         Some(path) => match load_snapshot(path, &args.request) {
             Ok(facts) => facts,
+            Err(output) if args.format == Format::Brief => return brief::apply(output, ""),
             Err(output) => return output,
         },
         None => mps_host::capture(&probe_options(&args.request, &request)),
@@ -77,6 +144,7 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
     let stdout = match args.format {
         Format::Human => doctor_human(&request, &findings, evidence.as_ref()),
         Format::Json => json_text(&doctor_json(&findings, evidence.as_ref())),
+        Format::Brief => brief::verdict(&request, &findings, evidence.as_ref()),
     };
     if findings.is_empty() {
         return Output::data(stdout);
@@ -228,6 +296,15 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
 
 /// Temp file in the same directory, write, fsync, rename.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with_mode(path, bytes, 0o600)
+}
+
+/// [`write_atomically`], the file created with permission bits `mode`.
+pub(crate) fn write_atomically_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> std::io::Result<()> {
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -235,6 +312,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     let mut temp = tempfile::Builder::new()
         .prefix(".mps-preflight-")
         .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(mode))
         .tempfile_in(directory)?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;

@@ -6,9 +6,11 @@
 //! `sharing-manifest`. Exit status: 0 success, 1 rejected (stdout empty, stderr `error: …`),
 //! 2 usage error or unreadable input.
 
+mod brief;
 mod cli;
 mod commands;
 mod output;
+mod prom;
 mod snapshot;
 mod suite;
 mod visibility;

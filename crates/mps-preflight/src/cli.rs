@@ -189,6 +189,24 @@ Exit status:
      cannot be written)"
     )]
     Test(TestArgs),
+
+    /// Print the JSON Schema (draft 2020-12) of a snapshot, the evidence, or a report
+    #[command(
+        long_about = "\
+Print the JSON Schema (draft 2020-12) of what this tool reads or writes, generated from its
+types: `snapshot` (what `capture` writes and `check` reads), `evidence` (what `probe` and `check`
+print and manifests record under `cuda_process_sharing`), `doctor` (`doctor --format json`) or
+`merge`. Each schema's `$id` carries its version (`urn:mps-preflight:host-facts:v1`). Copies
+are committed in docs/schemas/.",
+        after_help = "Examples:
+  mps-preflight schema snapshot > host-facts.schema.json
+  mps-preflight schema evidence
+
+Exit status:
+  0  the schema is on stdout
+  2  usage error (an unknown kind)"
+    )]
+    Schema(SchemaArgs),
 }
 
 /// What the launcher asks for (probe, check, doctor).
@@ -395,6 +413,26 @@ pub(crate) struct TestArgs {
         help = "Also write the results as JUnit XML to FILE (atomically), for CI dashboards"
     )]
     pub(crate) junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// Which schema
+    #[arg(value_enum, value_name = "KIND")]
+    pub(crate) kind: SchemaKind,
+}
+
+/// The documents `schema` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaKind {
+    /// A host-facts snapshot (`capture`, `check --snapshot`).
+    Snapshot,
+    /// The evidence (`probe`, `check`, a manifest's `cuda_process_sharing`).
+    Evidence,
+    /// `doctor --format json`.
+    Doctor,
+    /// `merge`'s output.
+    Merge,
 }
 
 /// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,

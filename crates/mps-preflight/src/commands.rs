@@ -7,13 +7,14 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use mps_host::ProbeOptions;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
 use crate::cli::{
     CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs, VerdictFormat,
 };
 use crate::output::{Output, Status, json_text};
+use crate::report::DoctorReport;
 use crate::{brief, prom, snapshot};
 
 /// `probe`: `capture` then `check`, in memory, then the textfile and the manifest.
@@ -221,29 +222,15 @@ fn evidence_output(result: Result<Evidence, Rejection>) -> Output {
     }
 }
 
-fn finding_json(finding: &Finding) -> Value {
-    let mut map = Map::new();
-    map.insert("code".to_owned(), Value::from(finding.code.as_str()));
-    map.insert("message".to_owned(), Value::from(finding.message.clone()));
-    map.insert("found".to_owned(), Value::from(finding.found.clone()));
-    map.insert("why".to_owned(), Value::from(finding.why.clone()));
-    map.insert("fix".to_owned(), Value::from(finding.fix.clone()));
-    Value::Object(map)
-}
-
 /// `{"ok", "findings": [{code, message, found, why, fix}], "evidence": {…} | null}`.
 fn doctor_json(findings: &[Finding], evidence: Option<&Evidence>) -> Value {
-    let mut map = Map::new();
-    map.insert("ok".to_owned(), Value::Bool(findings.is_empty()));
-    map.insert(
-        "findings".to_owned(),
-        findings.iter().map(finding_json).collect(),
-    );
-    map.insert(
-        "evidence".to_owned(),
-        evidence.map_or(Value::Null, sharing_manifest::evidence_to_json),
-    );
-    Value::Object(map)
+    let report = DoctorReport {
+        ok: findings.is_empty(),
+        findings,
+        evidence: evidence.map(sharing_manifest::evidence_to_json),
+    };
+    // Strings, booleans and evidence objects only: serialising cannot fail.
+    serde_json::to_value(report).unwrap_or(Value::Null)
 }
 
 fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evidence>) -> String {

@@ -11,6 +11,8 @@ mod cli;
 mod commands;
 mod output;
 mod prom;
+mod report;
+mod schemas;
 mod snapshot;
 mod suite;
 mod visibility;
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => commands::doctor(args),
         Command::Merge(args) => commands::merge(args),
         Command::Test(args) => suite::test(args),
+        Command::Schema(args) => schemas::print(args),
     };
     output.emit()
 }

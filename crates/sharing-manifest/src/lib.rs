@@ -3,7 +3,12 @@
 mod file;
 mod json;
 mod merge;
+mod summary;
 
 pub use file::{MAX_FILE_BYTES, ManifestError, read_json_file, record_in_manifest};
-pub use json::{EVIDENCE_KEYS, MANIFEST_KEY, evidence_from_json, evidence_to_json};
+pub use json::{
+    EVIDENCE_KEYS, EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, evidence_from_json,
+    evidence_to_json,
+};
 pub use merge::{MergeCode, MergeFinding, MergeReport, RankRecord, merge};
+pub use summary::{MergeSummary, MergedFinding, MergedRank};

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// Field order is the JSON key order; keep it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Evidence {
     /// The configured mode (`"mps"` or null).
     pub configured: Option<String>,

@@ -20,6 +20,7 @@ pub const DAEMON_QUERY_PROGRAM: &str = "nvidia-cuda-mps-control";
 
 /// A raw OS string kept losslessly: JSON text when it is UTF-8, else its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum OsText {
     /// Valid UTF-8.
@@ -72,6 +73,7 @@ impl From<&str> for OsText {
 
 /// One host snapshot: what a probe saw, uninterpreted. `None` means "not observed".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct HostFacts {
     /// Always [`SCHEMA`].
     pub schema: String,
@@ -109,6 +111,7 @@ impl HostFacts {
 
 /// The raw environment. `None` = unset, which CUDA treats differently from empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct EnvFacts {
     /// `CUDA_VISIBLE_DEVICES`.
     pub cuda_visible_devices: Option<OsText>,
@@ -166,6 +169,7 @@ pub(crate) fn join(directory: &OsText, name: &str) -> OsText {
 
 /// One bounded subprocess run, as data: what was asked and what came back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct QueryRecord {
     /// The program name or path as spawned.
     pub program: String,
@@ -190,6 +194,7 @@ pub struct QueryRecord {
 
 /// How a subprocess run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum QueryOutcome {
     /// The process could not be started (not on PATH, not executable, …).
@@ -219,6 +224,7 @@ pub enum QueryOutcome {
 
 /// Captured output, read with a cap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CapturedText {
     /// The text (invalid UTF-8 replaced by U+FFFD; see `non_utf8`).
     pub text: String,
@@ -243,6 +249,7 @@ impl CapturedText {
 
 /// What the filesystem says about the control pipe path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PipeFacts {
     /// The pipe directory the probe looked in.
     pub directory: OsText,
@@ -260,6 +267,7 @@ pub struct PipeFacts {
 
 /// The kind of a filesystem entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FileKind {
     /// A Unix domain socket.
@@ -284,6 +292,7 @@ pub enum FileKind {
 
 /// One `stat`/`lstat` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct FileFacts {
     /// The entry's kind.
     pub kind: FileKind,
@@ -299,6 +308,7 @@ pub struct FileFacts {
 
 /// Access checks made as the probing user (effective IDs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AccessFacts {
     /// The probing user's effective UID.
     pub uid: Option<u32>,
@@ -312,6 +322,7 @@ pub struct AccessFacts {
 
 /// The control daemon's pid file, read with a small cap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PidFileFacts {
     /// `<pipe directory>/nvidia-cuda-mps-control.pid`.
     pub path: OsText,

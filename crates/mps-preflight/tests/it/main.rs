@@ -18,6 +18,7 @@ mod help;
 mod manifest;
 mod merge;
 mod prom;
+mod schemas;
 mod suggestions;
 mod suite;
 mod support;

@@ -2,8 +2,9 @@
 //! (exit 0 OK, 1 `NonOK`, 2 Unknown; stdout is the message, cut at `max_output_length`, 80 by
 //! default) and Slurm health checks (the first line becomes the drain `Reason=`).
 
-use sharing_policy::{Evidence, Finding, Request};
+use sharing_policy::{Evidence, Finding, HostFacts, Request};
 
+use crate::cli::VerdictFormat;
 use crate::output::{Output, Status};
 
 /// The longest line printed, in bytes: node-problem-detector's default `max_output_length`.
@@ -34,6 +35,23 @@ pub(crate) fn apply(mut output: Output, verdict: &str) -> Output {
         verdict.to_owned()
     };
     output
+}
+
+/// `output` as it is (JSON), or as one brief line judged from the same request and facts.
+pub(crate) fn in_format(
+    format: VerdictFormat,
+    output: Output,
+    request: &Request,
+    facts: &HostFacts,
+) -> Output {
+    match format {
+        VerdictFormat::Json => output,
+        VerdictFormat::Brief => {
+            let findings = sharing_policy::explain(request, facts);
+            let evidence = sharing_policy::validate(request, facts).ok();
+            apply(output, &verdict(request, &findings, evidence.as_ref()))
+        }
+    }
 }
 
 fn ok_text(request: &Request, evidence: Option<&Evidence>) -> String {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use mps_host::ProbeOptions;
 use serde_json::Value;
@@ -27,7 +27,7 @@ pub(crate) fn probe(args: &ProbeArgs) -> Output {
     let textfile_error = args
         .prom_textfile
         .as_deref()
-        .and_then(|path| write_textfile(path, &request, &facts, result.is_ok(), duration).err());
+        .and_then(|path| prom::write_probe(path, &request, &facts, result.is_ok(), duration).err());
     let mut output = match (&result, &args.manifest) {
         (Ok(evidence), Some(manifest)) => {
             match sharing_manifest::record_in_manifest(manifest, evidence) {
@@ -44,7 +44,7 @@ pub(crate) fn probe(args: &ProbeArgs) -> Output {
         output.stdout.clear();
         output.errors.insert(0, err);
     }
-    in_format(args.format, output, &request, &facts)
+    brief::in_format(args.format, output, &request, &facts)
 }
 
 /// `check`: the same validation as `probe`, over a snapshot.
@@ -56,52 +56,7 @@ pub(crate) fn check(args: &CheckArgs) -> Output {
     };
     let request = args.request.to_request();
     let output = evidence_output(sharing_policy::validate(&request, &facts));
-    in_format(args.format, output, &request, &facts)
-}
-
-/// `output` as it is (JSON), or as one brief line judged from the same request and facts.
-fn in_format(
-    format: VerdictFormat,
-    output: Output,
-    request: &Request,
-    facts: &HostFacts,
-) -> Output {
-    match format {
-        VerdictFormat::Json => output,
-        VerdictFormat::Brief => {
-            let findings = sharing_policy::explain(request, facts);
-            let evidence = sharing_policy::validate(request, facts).ok();
-            brief::apply(
-                output,
-                &brief::verdict(request, &findings, evidence.as_ref()),
-            )
-        }
-    }
-}
-
-/// The metrics of one probe, written to `path`; the error is the message to print.
-fn write_textfile(
-    path: &Path,
-    request: &Request,
-    facts: &HostFacts,
-    validated: bool,
-    duration: Duration,
-) -> Result<(), String> {
-    let findings = sharing_policy::explain(request, facts);
-    let ambient = prom::ambient_evidence(request, facts);
-    let text = prom::render(&prom::ProbeMetrics {
-        validated,
-        findings: &findings,
-        ambient: ambient.as_ref(),
-        duration,
-        finished: SystemTime::now(),
-    });
-    prom::write(path, &text).map_err(|err| {
-        format!(
-            "{}: cannot write the Prometheus textfile: {err}",
-            path.display()
-        )
-    })
+    brief::in_format(args.format, output, &request, &facts)
 }
 
 /// `capture`: the snapshot, pretty JSON, on stdout or into `--output`.

@@ -104,9 +104,34 @@ pub(crate) fn render(metrics: &ProbeMetrics<'_>) -> String {
     text
 }
 
+/// The metrics of one probe, written to `path`; the error is the message to print.
+pub(crate) fn write_probe(
+    path: &Path,
+    request: &Request,
+    facts: &HostFacts,
+    validated: bool,
+    duration: Duration,
+) -> Result<(), String> {
+    let findings = sharing_policy::explain(request, facts);
+    let ambient = ambient_evidence(request, facts);
+    let text = render(&ProbeMetrics {
+        validated,
+        findings: &findings,
+        ambient: ambient.as_ref(),
+        duration,
+        finished: SystemTime::now(),
+    });
+    write(path, &text).map_err(|err| {
+        format!(
+            "{}: cannot write the Prometheus textfile: {err}",
+            path.display()
+        )
+    })
+}
+
 /// Writes the textfile atomically (a temp file in the same directory, then a rename), readable
 /// by `node_exporter` whatever user it runs as.
-pub(crate) fn write(path: &Path, text: &str) -> std::io::Result<()> {
+fn write(path: &Path, text: &str) -> std::io::Result<()> {
     crate::commands::write_atomically_with_mode(path, text.as_bytes(), 0o644)
 }
 

@@ -1,5 +1,6 @@
-//! `cargo xtask bench [--runs N]`: whole-process figures of the release `mps-preflight` on a
-//! fake host (issue 6, "Performance"). A measurement, not a test: it prints a table with each
+//! `cargo xtask bench [--concurrent] [--runs N]`: whole-process figures of the release
+//! `mps-preflight` on a fake host (issue 6, "Performance"), and (`concurrent`, alone with
+//! `--concurrent`) 64 probes at once against the real control daemons (issue 15). A measurement, not a test: it prints a table with each
 //! target and whether this machine met it, and fails only when the binary misbehaves (a
 //! healthy fake host rejected, say) or the fake host cannot be built.
 //!
@@ -26,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod concurrent;
+
 /// Runs of each whole-process measurement when `--runs` is not given.
 const DEFAULT_RUNS: usize = 50;
 /// Unmeasured runs of each before measuring (page cache, binary loaded, fork paths warm).
@@ -35,10 +38,10 @@ const SLOW_RUNS: usize = 3;
 /// The deadline of each host query in the hang and flood cases.
 const SLOW_TIMEOUT_MS: u64 = 1000;
 
-const GPU_ROW: &str =
-    "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
+/// One row of the v2 GPU query (issue 10): compute mode and driver version, then the table.
+const GPU_ROW: &str = "Default, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
 const GPU_QUERY_ARGS: [&str; 2] = [
-    "--query-gpu=index,uuid,name,pci.bus_id",
+    "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
     "--format=csv,noheader",
 ];
 /// What `probe` writes to the daemon front-end (sharing-policy's `DAEMON_PROBE`).
@@ -62,7 +65,9 @@ const MEMORY_TARGET_KIB: u64 = 16 * 1024;
 
 /// `cargo xtask bench [--runs N]`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let runs = parse_runs(args)?;
+    // `--concurrent`: only the real-daemon concurrency section (issue 15).
+    let only_concurrent = args.first().is_some_and(|arg| arg == "--concurrent");
+    let runs = parse_runs(args.get(usize::from(only_concurrent)..).unwrap_or_default())?;
     let metadata = super::layers::cargo_metadata()?;
     let root = PathBuf::from(json_str(&metadata, "workspace_root")?);
     let target = PathBuf::from(json_str(&metadata, "target_directory")?);
@@ -83,9 +88,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let bench = Bench { binary, root, runs };
     let mut report = Report::new(&bench);
+    if only_concurrent {
+        concurrent::measure(&bench.binary, &mut report)?;
+        print!("{}", report.text);
+        return Ok(());
+    }
     bench.whole_process(&healthy, &mut report)?;
     bench.hang(&hung, &mut report)?;
     bench.memory(&healthy, &flood_smi, &flood_both, &mut report)?;
+    concurrent::measure(&bench.binary, &mut report)?;
     report.line(&format!("\nload average at end: {}", load_average()));
     print!("{}", report.text);
     Ok(())
@@ -99,7 +110,7 @@ fn parse_runs(args: &[String]) -> Result<usize, String> {
             .ok()
             .filter(|runs| *runs > 0)
             .ok_or_else(|| format!("--runs wants a positive integer, not {value:?}")),
-        _ => Err("usage: cargo xtask bench [--runs N]".to_owned()),
+        _ => Err("usage: cargo xtask bench [--concurrent] [--runs N]".to_owned()),
     }
 }
 

@@ -17,6 +17,17 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
         "mps-preflight",
         &["gpu-uuid", "sharing-policy", "mps-host", "sharing-manifest"],
     ),
+    // The Python package sits beside the CLI, on the library crates and the CLI's `run`.
+    (
+        "mps-preflight-py",
+        &[
+            "gpu-uuid",
+            "sharing-policy",
+            "mps-host",
+            "sharing-manifest",
+            "mps-preflight",
+        ],
+    ),
     ("xtask", &[]),
 ];
 
@@ -134,8 +145,17 @@ mod tests {
             package("sharing-policy", &[("gpu-uuid", "normal"), ("serde", "normal")]),
             package("mps-host", &[("sharing-policy", "normal"), ("rustix", "normal")]),
             package("mps-preflight", &[("mps-host", "normal"), ("sharing-manifest", "normal")]),
+            package("mps-preflight-py", &[("mps-preflight", "normal"), ("mps-host", "normal")]),
         ]});
         assert_eq!(violations(&metadata), Vec::<String>::new());
+    }
+
+    #[test]
+    fn nothing_depends_on_the_python_package() {
+        for name in ["mps-preflight", "mps-host", "sharing-policy"] {
+            let metadata = json!({"packages": [package(name, &[("mps-preflight-py", "normal")])]});
+            assert_eq!(violations(&metadata).len(), 1, "{name}");
+        }
     }
 
     #[test]

@@ -67,7 +67,7 @@ fn main() -> ExitCode {
         std::fs::create_dir_all(dir).unwrap();
     }
     let [pipe, log, bin] = dirs;
-    let daemon = Daemon::start_in(&binary, pipe, log, bin);
+    let daemon = Daemon::start_with(&binary, pipe, log, bin, None);
     let options = daemon.options(Duration::from_secs(5));
     let runner = ProcessRunner {
         search_path: options.search_path.clone(),

@@ -4,14 +4,17 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use sharing_policy::{
-    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_PROGRAM, HostFacts, OsText,
-    ReadOnlyCommand, probe_stdin,
+    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts,
+    OsText, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
+use crate::procfs::{SERVER_CAP, find_daemon, observe_caller, observe_process};
+use crate::retried::run_retried;
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
 
 /// The variable that names the pipe directory; set explicitly in the daemon query's environment.
@@ -39,7 +42,17 @@ pub struct ProbeOptions {
     pub search_path: Option<OsString>,
     /// The cap on each of a query's standard output and standard error (default 1 MiB).
     pub output_cap: usize,
+    /// The `/proc` directory read for the servers' owners and the daemon's process (default
+    /// `/proc`; tests pass a fake tree).
+    pub proc_root: PathBuf,
+    /// The most `/proc` entries a daemon scan looks at (default [`DEFAULT_SCAN_LIMIT`]); the
+    /// scan also stops at the probe's deadline (`timeout` after the capture began).
+    pub scan_limit: u64,
 }
+
+/// The default bound of a `/proc` scan: more entries than a Linux host has processes by
+/// default (`pid_max` is 32768 on most hosts, 4194304 at most).
+pub const DEFAULT_SCAN_LIMIT: u64 = 65_536;
 
 impl Default for ProbeOptions {
     fn default() -> Self {
@@ -49,24 +62,42 @@ impl Default for ProbeOptions {
             observe_cuda: true,
             search_path: None,
             output_cap: DEFAULT_OUTPUT_CAP,
+            proc_root: PathBuf::from("/proc"),
+            scan_limit: DEFAULT_SCAN_LIMIT,
         }
     }
 }
 
 /// Observes this host: reads the environment, then [`capture_with`] a [`ProcessRunner`] built
-/// from `options`. Never fails; whatever could not be observed is recorded as such.
+/// from `options`, and records the host name ([`read_host_name`]). Never fails; whatever could
+/// not be observed is recorded as such.
 pub fn capture(options: &ProbeOptions) -> HostFacts {
     let runner = ProcessRunner {
         stdout_cap: options.output_cap,
         stderr_cap: options.output_cap,
         search_path: options.search_path.clone(),
     };
-    capture_with(read_env(), &runner, options)
+    let mut facts = capture_with(read_env(), &runner, options);
+    facts.host_name = Some(read_host_name());
+    facts
+}
+
+/// This host's name: `uname(2)`'s `nodename`, byte for byte (a system call, no file or
+/// process; the kernel bounds it to 64 bytes). What Slurm calls the node is usually this name
+/// or its first label (`hostname -s`).
+pub fn read_host_name() -> OsText {
+    OsText::from_bytes(rustix::system::uname().nodename().to_bytes().to_vec())
 }
 
 /// Observes the host as `env` describes it, running queries through `runner`: the GPU table
-/// query and the daemon query concurrently, the control pipe and the pid file meanwhile.
+/// query and the daemon query concurrently, the control pipe and the pid file meanwhile; then
+/// the processes of the servers the daemon listed, and the daemon's own process (through the
+/// pid file, or a bounded `/proc` scan when the pid file does not identify it).
+///
+/// The daemon query runs even when nothing is at the control path: it runs concurrently with
+/// the filesystem checks, and its record shows what a client would have met there.
 pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) -> HostFacts {
+    let started = Instant::now();
     let mut facts = HostFacts::unobserved(std::env::consts::OS, env);
     facts.learner_uuid.clone_from(&options.learner_uuid);
     if !options.observe_cuda {
@@ -75,10 +106,19 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     let directory = facts.env.effective_pipe_directory();
     let gpu = gpu_query(options.timeout);
     let daemon = daemon_query(&directory, &DAEMON_PROBE, options.timeout);
+    let (root, deadline) = (&options.proc_root, started + options.timeout);
+    let mut search = None;
     std::thread::scope(|scope| {
         let gpu = scope.spawn(|| runner.run(&gpu));
-        let daemon = scope.spawn(|| runner.run(&daemon));
+        let daemon = scope.spawn(|| run_retried(runner, &daemon, &DAEMON_RETRY));
         facts.control_pipe = Some(observe_control_pipe(&facts.env));
+        // The daemon's process is looked for while the queries run, so a /proc scan costs
+        // no extra time when the queries take longer than it.
+        let early = observe_pid_file(&facts.env);
+        search = Some((
+            find_daemon(root, &early, options.scan_limit, deadline),
+            early,
+        ));
         // A runner that panicked recorded nothing: that query stays unobserved.
         facts.daemon_query = daemon.join().ok();
         // The pid file's liveness is read after the daemon query ended, so a daemon that died
@@ -86,18 +126,36 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         facts.pid_file = Some(observe_pid_file(&facts.env));
         facts.gpu_query = gpu.join().ok();
     });
+    facts.caller = Some(observe_caller());
+    let servers = facts.daemon_query.as_ref().map_or_else(Vec::new, |query| {
+        sharing_policy::listed_server_pids(query, &directory)
+    });
+    facts.server_processes = Some(
+        servers
+            .into_iter()
+            .take(SERVER_CAP)
+            .map(|pid| observe_process(root, pid, false))
+            .collect(),
+    );
+    if let Some(pid_file) = &facts.pid_file {
+        // The early search stands unless the pid file changed its verdict meanwhile (a daemon
+        // that started or stopped during the query): then search again, after the fact.
+        let identified = sharing_policy::pid_file_daemon_pid;
+        facts.daemon_process = match search {
+            Some((search, early)) if identified(&early) == identified(pid_file) => Some(search),
+            _ => Some(find_daemon(root, pid_file, options.scan_limit, deadline)),
+        };
+    }
     facts
 }
 
-/// The host GPU table query: `nvidia-smi` with [`gpu_uuid::TABLE_QUERY_ARGS`]
-/// (`--query-gpu=index,uuid,name,pci.bus_id --format=csv,noheader`), empty stdin.
+/// The host GPU table query: `nvidia-smi` with [`sharing_policy::GPU_QUERY_ARGS`]
+/// (`--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id --format=csv,noheader`),
+/// empty stdin: the table, the compute mode and the driver version in one process.
 pub fn gpu_query(timeout: Duration) -> Query {
     Query {
         program: GPU_QUERY_PROGRAM.to_owned(),
-        args: gpu_uuid::TABLE_QUERY_ARGS
-            .iter()
-            .map(|arg| (*arg).to_owned())
-            .collect(),
+        args: GPU_QUERY_ARGS.iter().map(|arg| (*arg).to_owned()).collect(),
         stdin: String::new(),
         env: BTreeMap::new(),
         env_removed: Vec::new(),
@@ -171,7 +229,7 @@ mod tests {
                 assert_eq!(
                     query.args,
                     [
-                        "--query-gpu=index,uuid,name,pci.bus_id",
+                        "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
                         "--format=csv,noheader"
                     ]
                 );
@@ -198,7 +256,10 @@ mod tests {
                     )])
                 );
                 assert_eq!(query.env_removed, ["CUDA_MPS_PROTOCOL_VERSION"]);
-                assert_eq!(query.timeout, timeout);
+                // The first attempt gets what is left of the one deadline.
+                assert!(
+                    query.timeout <= timeout && query.timeout + Duration::from_secs(1) > timeout
+                );
                 answered(query)
             });
         let options = ProbeOptions {
@@ -221,7 +282,14 @@ mod tests {
         let daemon = facts.daemon_query.unwrap();
         assert_eq!(daemon.program, "nvidia-cuda-mps-control");
         assert_eq!(daemon.timeout_ms, 1234);
-        assert_eq!(daemon.elapsed_ms, 3);
+        assert!(
+            daemon.elapsed_ms < 1234,
+            "counted from the first attempt's start"
+        );
+        assert!(
+            daemon.earlier_attempts.is_empty(),
+            "a live answer is not retried"
+        );
         let pipe = facts.control_pipe.unwrap();
         assert_eq!(pipe.path, OsText::from("/nonexistent/mps-pipe/control"));
         assert_eq!(pipe.lstat.kind, sharing_policy::FileKind::Missing);

@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
-use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open};
+use rustix::process::{Pid, PidfdFlags, WaitId, WaitIdOptions, pidfd_open};
 use sharing_policy::{CapturedText, OsText, QueryOutcome, QueryRecord};
+
+use crate::children;
 
 /// The default deadline of one run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,6 +63,7 @@ impl Query {
             timeout_ms: millis(self.timeout),
             elapsed_ms: millis(elapsed),
             outcome,
+            earlier_attempts: Vec::new(),
         }
     }
 }
@@ -163,7 +166,11 @@ impl ProcessRunner {
             Ok(program) => program,
             Err(error) => return QueryOutcome::SpawnFailed { error },
         };
-        let (mut child, stdin, input) = match spawn(&program, query) {
+        let spawned = children::spawn_registered(
+            || spawn(&program, query),
+            |(child, _, _)| i32::try_from(child.id()).ok().and_then(Pid::from_raw),
+        );
+        let (mut child, stdin, input) = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
                 return QueryOutcome::SpawnFailed {
@@ -188,9 +195,7 @@ impl ProcessRunner {
         // and the group ID cannot have been reused: killing the group now is safe. After a normal
         // exit this removes anything the program left behind in its group.
         match group {
-            Some(group) => {
-                let _ = rustix::process::kill_process_group(group, Signal::KILL);
-            }
+            Some(group) => children::kill_group(group),
             None => {
                 let _ = child.kill();
             }
@@ -205,6 +210,9 @@ impl ProcessRunner {
         };
         // A leader that did not die within the grace (stuck in the kernel) is left unreaped.
         let status = if dead { child.wait().ok() } else { None };
+        if let Some(group) = group {
+            children::forget(group);
+        }
         let (stdout, stderr) = (io.stdout.text(), io.stderr.text());
         match (exited, status) {
             (true, Some(status)) => QueryOutcome::Exited {
@@ -329,12 +337,13 @@ impl ChildIo<'_> {
             if let Some((pid, _)) = watch
                 && !exited
             {
+                // ECHILD: already reaped, by `children::stop_all_queries` on an interrupt.
                 exited = matches!(
                     rustix::process::waitid(
                         WaitId::Pid(pid),
                         WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG,
                     ),
-                    Ok(Some(_))
+                    Ok(Some(_)) | Err(Errno::CHILD)
                 );
             }
             let open = self.stdout.pipe.is_some() || self.stderr.pipe.is_some();

@@ -16,8 +16,11 @@ use common::daemon::{Daemon, binary_or_skip};
 use common::{is_dead, live_processes_with_env};
 use mps_host::{ProbeOptions, capture_with};
 use rustix::process::Signal;
-use sharing_policy::{Code, FileKind, QueryOutcome, ReadOnlyCommand, Request, explain, validate};
+use sharing_policy::{
+    Code, DaemonSearchMethod, FileKind, QueryOutcome, ReadOnlyCommand, Request, explain, validate,
+};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 
 fn capture(daemon: &Daemon, timeout: Duration) -> sharing_policy::HostFacts {
     let options = daemon.options(timeout);
@@ -218,7 +221,7 @@ fn a_daemon_killed_between_observation_steps_is_never_a_pass() {
         common::fake_program(
             tools.path(),
             "nvidia-smi",
-            "echo '0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
+            "echo 'Default, 535.261.03, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
         );
         common::fake_program(
             tools.path(),
@@ -273,5 +276,215 @@ fn a_daemon_killed_between_observation_steps_is_never_a_pass() {
         )
         .unwrap();
         assert!(!ambient.ambient_server && ambient.daemon_pid.is_none());
+    }
+}
+
+const GPU_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
+const GPU_B: &str = "GPU-5a88edbe-90c4-2449-8c43-70c57591cca1";
+
+/// A fake `nvidia-smi` next to the daemon's front-end listing two H100s (A, then B), in the v2
+/// query's column order.
+fn two_gpus(daemon: &Daemon) {
+    common::fake_program(
+        &daemon.bin_dir,
+        "nvidia-smi",
+        &format!(
+            "printf 'Default, 535.261.03, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n\
+             Default, 535.261.03, 1, {GPU_B}, NVIDIA H100 80GB HBM3, 00000000:2A:00.0\\n'"
+        ),
+    );
+}
+
+fn capture_with_mask(daemon: &Daemon, mask: Option<&str>) -> sharing_policy::HostFacts {
+    let options = daemon.options(Duration::from_secs(10));
+    let runner = mps_host::ProcessRunner {
+        search_path: options.search_path.clone(),
+        ..mps_host::ProcessRunner::default()
+    };
+    let mut env = daemon.env();
+    env.cuda_visible_devices = mask.map(sharing_policy::OsText::from);
+    capture_with(env, &runner, &options)
+}
+
+fn strict(request: &Request) -> Request {
+    Request {
+        require_verified: true,
+        ..request.clone()
+    }
+}
+
+#[test]
+fn a_scoped_daemon_is_found_and_its_scope_enforced() {
+    let Some(binary) = binary_or_skip("a_scoped_daemon_is_found_and_its_scope_enforced") else {
+        return;
+    };
+    let daemon = Daemon::start_scoped(&binary, Some(GPU_A));
+    two_gpus(&daemon);
+    let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+
+    let facts = capture_with_mask(&daemon, None);
+
+    // 550 names the daemon in its pid file; 535 writes none, so /proc was scanned.
+    let search = facts.daemon_process.as_ref().unwrap();
+    let expected = if facts.pid_file.as_ref().unwrap().contents.is_some() {
+        DaemonSearchMethod::PidFile
+    } else {
+        DaemonSearchMethod::ProcScan
+    };
+    assert_eq!(search.method, expected, "{search:?}");
+    let evidence = validate(&strict(&request), &facts).unwrap();
+    assert_eq!(evidence.unverified, [], "{evidence:?}");
+    assert_eq!(evidence.daemon_pid, Some(i64::from(daemon.pid)));
+    assert_eq!(evidence.daemon_visible_devices.as_deref(), Some(GPU_A));
+    assert_eq!(evidence.daemon_multiuser, Some(false));
+    assert_eq!(evidence.compute_mode.as_deref(), Some("Default"));
+    assert_eq!(evidence.driver_version.as_deref(), Some("535.261.03"));
+    assert_eq!(
+        evidence.caller_uid,
+        Some(rustix::process::geteuid().as_raw())
+    );
+
+    // The same daemon, asked for the other GPU: outside its scope.
+    let other = capture_with_mask(&daemon, Some(GPU_B));
+    let rejection = validate(&request, &other).unwrap_err();
+    assert_eq!(rejection.code(), Code::GpuOutsideDaemonScope, "{rejection}");
+    assert!(rejection.to_string().contains(GPU_A), "{rejection}");
+}
+
+#[test]
+fn as_nobody_the_scope_is_unverified() {
+    let Some(binary) = binary_or_skip("as_nobody_the_scope_is_unverified") else {
+        return;
+    };
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping as_nobody_the_scope_is_unverified: dropping privileges needs root");
+        return;
+    }
+    let Some(setpriv) = ["/bin/setpriv", "/usr/bin/setpriv"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists())
+    else {
+        eprintln!("skipping as_nobody_the_scope_is_unverified: setpriv is not installed");
+        return;
+    };
+    let daemon = Daemon::start_scoped(&binary, Some(GPU_A));
+    two_gpus(&daemon);
+    for dir in [&daemon.pipe_dir, &daemon.log_dir, &daemon.bin_dir] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // `nobody` cannot reach the cached binary under root's home: give it a copy of the
+    // front-end, and of this test binary, which runs the capture below as `nobody`.
+    let front_end = daemon.bin_dir.join("nvidia-cuda-mps-control");
+    std::fs::remove_file(&front_end).unwrap();
+    std::fs::copy(&binary, &front_end).unwrap();
+    std::fs::set_permissions(&front_end, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = daemon.bin_dir.join("real-daemon-test");
+    std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    #[allow(clippy::disallowed_methods, reason = "test: runs itself as nobody")]
+    let output = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&copy)
+        .args([
+            "--exact",
+            "capture_as_the_calling_user",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(HELPER_PIPE, &daemon.pipe_dir)
+        .env(HELPER_LOG, &daemon.log_dir)
+        .env(HELPER_BIN, &daemon.bin_dir)
+        .current_dir(&daemon.bin_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("FACTS "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no capture from the nobody run: {stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    let facts: sharing_policy::HostFacts = serde_json::from_str(json).unwrap();
+    assert_eq!(facts.caller.unwrap().euid, 65534);
+    let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+
+    let evidence = validate(&request, &facts).unwrap();
+    assert_eq!(
+        evidence.unverified,
+        [Code::DaemonScopeUnverified],
+        "{evidence:?}"
+    );
+    assert_eq!(evidence.daemon_visible_devices, None);
+    let rejection = validate(&strict(&request), &facts).unwrap_err();
+    assert_eq!(rejection.code(), Code::DaemonScopeUnverified, "{rejection}");
+    assert!(
+        rejection.to_string().contains("run the probe as root"),
+        "{rejection}"
+    );
+}
+
+const HELPER_PIPE: &str = "MPS_PREFLIGHT_TEST_PIPE";
+const HELPER_LOG: &str = "MPS_PREFLIGHT_TEST_LOG";
+const HELPER_BIN: &str = "MPS_PREFLIGHT_TEST_BIN";
+
+/// Run by `as_nobody_the_scope_is_unverified` through `setpriv`: captures the daemon named in
+/// the environment as whoever runs it and prints the snapshot.
+#[test]
+#[ignore = "run by as_nobody_the_scope_is_unverified as nobody"]
+fn capture_as_the_calling_user() {
+    let (Some(pipe), Some(log), Some(bin)) = (
+        std::env::var_os(HELPER_PIPE),
+        std::env::var_os(HELPER_LOG),
+        std::env::var_os(HELPER_BIN),
+    ) else {
+        return;
+    };
+    let text =
+        |value: &std::ffi::OsStr| sharing_policy::OsText::from_bytes(value.as_bytes().to_vec());
+    let env = sharing_policy::EnvFacts {
+        cuda_mps_pipe_directory: Some(text(&pipe)),
+        cuda_mps_log_directory: Some(text(&log)),
+        ..sharing_policy::EnvFacts::default()
+    };
+    let options = ProbeOptions {
+        timeout: Duration::from_secs(10),
+        search_path: Some(bin.clone()),
+        ..ProbeOptions::default()
+    };
+    let runner = mps_host::ProcessRunner {
+        search_path: Some(bin),
+        ..mps_host::ProcessRunner::default()
+    };
+    let facts = capture_with(env, &runner, &options);
+    println!("FACTS {}", serde_json::to_string(&facts).unwrap());
+}
+
+/// The 535 and 550 front-ends are MPS v2 binaries: they refuse `-m` (multi-user mode, which
+/// newer MPS v3 daemons accept), printing their usage and starting no daemon.
+#[test]
+fn the_real_binaries_refuse_multiuser_mode() {
+    let Some(binary) = binary_or_skip("the_real_binaries_refuse_multiuser_mode") else {
+        return;
+    };
+    let pipe = common::short_tempdir("mpsm");
+    for args in [&["-d", "-m"][..], &["-d", "--multiuser"]] {
+        #[allow(clippy::disallowed_methods, reason = "test: the real binary's argv")]
+        let output = std::process::Command::new(&binary)
+            .args(args)
+            .env("CUDA_MPS_PIPE_DIRECTORY", pipe.path())
+            .env("CUDA_MPS_LOG_DIRECTORY", pipe.path())
+            .env_remove("CUDA_MPS_PROTOCOL_VERSION")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !pipe.path().join("control").exists(),
+            "{args:?} started a daemon"
+        );
     }
 }

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sharing_policy::{FileKind, HostFacts, QueryOutcome, SCHEMA};
+use sharing_policy::{DaemonSearchMethod, FileKind, HostFacts, OsText, QueryOutcome, SCHEMA};
 
 fn recorded(kind: &str) -> Vec<(PathBuf, HostFacts)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts");
@@ -51,6 +51,30 @@ fn the_idle_capture_shows_a_live_idle_daemon() {
             facts.gpu_query.as_ref().unwrap().outcome,
             QueryOutcome::SpawnFailed { .. }
         ));
+        // v2: the daemon's own process, through the pid file (550) or a /proc scan (535).
+        let search = facts.daemon_process.as_ref().unwrap();
+        let expected = if facts.pid_file.as_ref().unwrap().contents.is_some() {
+            DaemonSearchMethod::PidFile
+        } else {
+            DaemonSearchMethod::ProcScan
+        };
+        assert_eq!(search.method, expected, "{path:?}");
+        let pipe = facts.env.effective_pipe_directory();
+        let daemons: Vec<_> = search
+            .processes
+            .iter()
+            .filter(|p| {
+                p.cmdline
+                    .as_deref()
+                    .is_some_and(|c| c.last() == Some(&OsText::from("-d")))
+                    && p.environ
+                        .as_ref()
+                        .and_then(|e| e.get("CUDA_MPS_PIPE_DIRECTORY"))
+                        == Some(&pipe)
+            })
+            .collect();
+        assert_eq!(daemons.len(), 1, "{path:?}: {search:?}");
+        assert_eq!(facts.caller.unwrap().euid, 0, "recorded as root");
     }
 }
 

@@ -68,7 +68,7 @@ Observe this host (environment, control pipe, pid file, `nvidia-smi`, a read-onl
 and validate the request against what was seen. This is `capture` then `check`, in memory:
 `check` on a fresh `capture` prints exactly what `probe` prints.
 
-On success stdout is exactly one JSON object, the evidence (16 keys). When rejected, stdout is
+On success stdout is exactly one JSON object, the evidence (24 keys). When rejected, stdout is
 empty and stderr begins with `error: ` and says what to do.",
         after_help = format!("Examples:
   mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
@@ -163,7 +163,7 @@ JSON; each inconsistency is one `error: <code>: <message>` line on stderr.",
 
 Codes: not-evidence, invalid-world-size, world-size-mismatch, rank-out-of-range, duplicate-rank,
 missing-rank, configured-mismatch, effective-mismatch, validated-mismatch, control-pipe-mismatch,
-daemon-mismatch, server-mismatch.
+daemon-mismatch, server-mismatch, daemon-identity-mismatch.
 
 {EXIT_CODES}")
     )]
@@ -255,6 +255,17 @@ CUDA_VISIBLE_DEVICES and `nvidia-smi`, like the collector's"
     /// The deadline of each host query, in milliseconds (unused by `check`)
     #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout)]
     pub(crate) timeout_ms: u64,
+
+    #[arg(
+        long,
+        help = "Reject what cannot be verified (the daemon's GPU scope, a server's owner, the compute mode)",
+        long_help = "\
+Reject every prerequisite that could not be observed (the daemon's GPU scope when its
+environment is unreadable, a server's owner when /proc hides it, the compute mode when it was
+not recorded) instead of listing it in the evidence's `unverified` key. For operators who run
+the probe as root, where everything can be observed"
+    )]
+    pub(crate) require_verified: bool,
 }
 
 impl RequestArgs {
@@ -274,6 +285,7 @@ impl RequestArgs {
             rank: self.rank,
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
+            require_verified: self.require_verified,
         }
     }
 }
@@ -507,6 +519,7 @@ mod tests {
             world_size: 1,
             learner_uuid: None,
             timeout_ms: 5000,
+            require_verified: false,
         };
         for null in ["null", "NULL", "Null", " null "] {
             assert_eq!(args(null).to_request().mode, None, "{null:?}");

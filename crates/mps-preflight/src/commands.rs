@@ -13,7 +13,7 @@ use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 use crate::cli::{
     CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs, VerdictFormat,
 };
-use crate::output::{Output, Status, json_text};
+use crate::output::{Output, Status, json_text, one_line};
 use crate::report::DoctorReport;
 use crate::{brief, prom, snapshot};
 
@@ -78,7 +78,7 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
             Ok(()) => Output::data(String::new()),
             Err(err) => Output::input(format!(
                 "{}: cannot write the snapshot: {err}",
-                path.display()
+                sharing_manifest::quote_path(path)
             )),
         },
     }
@@ -96,10 +96,15 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
         None => mps_host::capture(&probe_options(&args.request, &request)),
     };
     let findings = sharing_policy::explain(&request, &facts);
+    let warnings = sharing_policy::warnings(&request, &facts);
     let evidence = sharing_policy::validate(&request, &facts).ok();
     let stdout = match args.format {
-        Format::Human => doctor_human(&request, &findings, evidence.as_ref()),
-        Format::Json => json_text(&doctor_json(&findings, evidence.as_ref())),
+        Format::Human => {
+            let mut text = doctor_human(&request, &findings, evidence.as_ref());
+            text.push_str(&warnings_human(&warnings));
+            text
+        }
+        Format::Json => json_text(&doctor_json(&findings, &warnings, evidence.as_ref())),
         Format::Brief => brief::verdict(&request, &findings, evidence.as_ref()),
     };
     if findings.is_empty() {
@@ -120,14 +125,22 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
     }
 }
 
-/// `merge`: every file read (exit 2 when one cannot be), then the rank check.
+/// `merge`: every file read (exit 2, one line for each that cannot be), then the rank check.
 pub(crate) fn merge(args: &MergeArgs) -> Output {
     let mut inputs = Vec::with_capacity(args.files.len());
+    let mut unreadable = Vec::new();
     for path in &args.files {
         match sharing_manifest::read_json_file(path) {
-            Ok(value) => inputs.push((path.display().to_string(), value)),
-            Err(err) => return Output::input(err.to_string()),
+            Ok(value) => inputs.push((path.to_string_lossy().into_owned(), value)),
+            Err(err) => unreadable.push(err.to_string()),
         }
+    }
+    if !unreadable.is_empty() {
+        return Output {
+            status: Status::Input,
+            stdout: String::new(),
+            errors: unreadable,
+        };
     }
     let report = sharing_manifest::merge(&inputs);
     if report.is_consistent() {
@@ -177,11 +190,12 @@ fn evidence_output(result: Result<Evidence, Rejection>) -> Output {
     }
 }
 
-/// `{"ok", "findings": [{code, message, found, why, fix}], "evidence": {…} | null}`.
-fn doctor_json(findings: &[Finding], evidence: Option<&Evidence>) -> Value {
+/// `{"ok", "findings": [{code, message, found, why, fix}], "warnings": [same], "evidence": {…} | null}`.
+fn doctor_json(findings: &[Finding], warnings: &[Finding], evidence: Option<&Evidence>) -> Value {
     let report = DoctorReport {
         ok: findings.is_empty(),
         findings,
+        warnings,
         evidence: evidence.map(sharing_manifest::evidence_to_json),
     };
     // Strings, booleans and evidence objects only: serialising cannot fail.
@@ -210,6 +224,17 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
         }
         let gpu = evidence.learner_gpu_uuid.as_deref().unwrap_or("?");
         let pipe = evidence.control_pipe.as_deref().unwrap_or("?");
+        if !evidence.unverified.is_empty() {
+            let count = evidence.unverified.len();
+            let noun = if count == 1 {
+                "prerequisite"
+            } else {
+                "prerequisites"
+            };
+            return format!(
+                "ok: nothing blocks the {mode} request: learner and collector share GPU {gpu}, and the control daemon at {pipe} answered; {count} {noun} could not be verified (warnings below; --require-verified rejects them).\n"
+            );
+        }
         return format!(
             "ok: every prerequisite of the {mode} request is met: learner and collector share GPU {gpu}, and the control daemon at {pipe} answered.\n"
         );
@@ -227,10 +252,27 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
             "\n{}. [{}] {}\n   found: {}\n   why:   {}\n   fix:   {}\n",
             number + 1,
             finding.code.as_str(),
-            finding.message,
-            finding.found,
-            finding.why,
-            finding.fix
+            one_line(&finding.message),
+            one_line(&finding.found),
+            one_line(&finding.why),
+            one_line(&finding.fix)
+        );
+    }
+    text
+}
+
+/// Each unverified prerequisite as a warning, with how to verify it (nothing when none).
+fn warnings_human(warnings: &[Finding]) -> String {
+    let mut text = String::new();
+    for warning in warnings {
+        let _ = write!(
+            text,
+            "\nwarning: [{}] {}\n   found:  {}\n   why:    {}\n   verify: {}\n",
+            warning.code.as_str(),
+            warning.message,
+            warning.found,
+            warning.why,
+            warning.fix
         );
     }
     text

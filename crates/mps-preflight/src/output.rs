@@ -1,7 +1,8 @@
 //! What a command produces, before it is written: stdout text, error lines, and the exit status.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write as _;
-use std::process::ExitCode;
 
 /// The documented exit statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +61,9 @@ impl Output {
         }
     }
 
-    /// Writes stdout then stderr; a failed write to stdout (a closed pipe) becomes exit 2.
-    pub(crate) fn emit(self) -> ExitCode {
+    /// Writes stdout then stderr and returns the exit status; a failed write to stdout (a
+    /// closed pipe) becomes exit 2.
+    pub(crate) fn emit(self) -> u8 {
         let mut status = self.status;
         let mut errors = self.errors;
         if !self.stdout.is_empty() {
@@ -77,10 +79,34 @@ impl Output {
         let mut err_stream = std::io::stderr().lock();
         for message in &errors {
             // Nothing sensible is left to do when stderr itself is closed.
-            let _ = writeln!(err_stream, "error: {message}");
+            let _ = writeln!(err_stream, "error: {}", one_line(message));
         }
-        ExitCode::from(status.code())
+        status.code()
     }
+}
+
+/// `text` with every control character escaped (`\n`, `\r`, `\t`, `\xNN`), so a
+/// name interpolated into a message (a pipe directory, a file name) cannot end its line early or
+/// start a forged `error:` line. Names are quoted where they are interpolated; this is the last
+/// guard for every message of every command.
+pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for ch in text.chars() {
+        match ch {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            // Every control character is at most U+009F.
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Pretty JSON with a trailing newline (`serde_json`'s `{:#}` cannot fail).

@@ -14,6 +14,9 @@ pub(crate) struct DoctorReport<'a> {
     /// Every unmet prerequisite, in the validator's order; the first is what `probe` rejects
     /// with.
     pub(crate) findings: &'a [Finding],
+    /// Prerequisites that could not be verified on this host and do not block the request
+    /// (unless `--require-verified`), each with how to verify it.
+    pub(crate) warnings: &'a [Finding],
     /// The evidence `probe` would print (as `sharing_manifest::evidence_to_json` writes it), or
     /// null when the request is rejected.
     #[schemars(with = "Option<Evidence>")]

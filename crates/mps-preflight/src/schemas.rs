@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 use sharing_manifest::{EVIDENCE_SCHEMA, MergeSummary};
-use sharing_policy::{Evidence, HostFacts, SCHEMA};
+use sharing_policy::{Evidence, HostFacts, SCHEMA, SCHEMA_V1};
 
 use crate::cli::{SchemaArgs, SchemaKind};
 use crate::output::{Output, json_text};
@@ -63,8 +63,9 @@ pub(crate) fn schema(kind: SchemaKind) -> Value {
         && let Some(Value::Object(field)) =
             out.get_mut("properties").and_then(|p| p.get_mut("schema"))
     {
-        // A snapshot of another version is refused (exit 2), so the schema says which one.
-        field.insert("const".to_owned(), Value::from(SCHEMA));
+        // A snapshot of another version is refused (exit 2), so the schema says which ones are
+        // read: this one, and v1 (which has none of the v2 fields).
+        field.insert("enum".to_owned(), Value::from(vec![SCHEMA, SCHEMA_V1]));
     }
     Value::Object(out)
 }

@@ -1,26 +1,39 @@
-//! Loading a host-facts snapshot: capped, regular files only, this schema only.
+//! Loading a host-facts snapshot: capped, regular files only, a schema this version reads, and
+//! only the fields that schema defines.
 
 use std::fmt::Display;
 use std::path::Path;
 
 use serde_json::Value;
-use sharing_policy::{HostFacts, SCHEMA};
+use sharing_policy::{HostFacts, SCHEMA, SCHEMA_V1};
+
+/// The fields inside a query record that only v2 defines (issue 15's retries).
+const V2_ONLY_QUERY_FIELDS: [&str; 1] = ["earlier_attempts"];
 
 /// Reads the snapshot at `path`. Every failure is an input error (exit 2), with a message that
-/// names the file and says what to do.
-pub(crate) fn load(path: &Path) -> Result<HostFacts, String> {
+/// names the file and says what to do. A field that the snapshot's schema does not define is
+/// refused, naming the field and the schema: a fact this reader would ignore may be one its
+/// writer meant to fail the check.
+///
+/// # Errors
+/// An unreadable or oversized file, not JSON, another schema, a field the schema does not
+/// define, or not the schema's shape.
+pub fn load(path: &Path) -> Result<HostFacts, String> {
     let value = sharing_manifest::read_json_file(path).map_err(|err| err.to_string())?;
-    from_value(value, &path.display())
+    from_value(value, &sharing_manifest::quote_path(path))
 }
 
-/// A snapshot already read as JSON (an inline snapshot of a `test` case), `shown` as where it
-/// came from in messages: the same checks as [`load`].
-pub(crate) fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts, String> {
-    match value.get("schema") {
-        Some(Value::String(schema)) if schema == SCHEMA => {}
+/// A snapshot already read as JSON (an inline snapshot of a `test` case, Python's `dict`),
+/// `shown` as where it came from in messages: the same checks as [`load`].
+///
+/// # Errors
+/// Another schema, no schema, a field the schema does not define, or not the schema's shape.
+pub fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts, String> {
+    let schema = match value.get("schema") {
+        Some(Value::String(schema)) if schema == SCHEMA || schema == SCHEMA_V1 => schema.clone(),
         Some(Value::String(schema)) => {
             return Err(format!(
-                "{shown}: snapshot schema {schema:?} is not supported; this mps-preflight reads {SCHEMA:?}: capture the host again with this version"
+                "{shown}: snapshot schema {schema:?} is not supported; this mps-preflight reads {SCHEMA:?} and {SCHEMA_V1:?}: capture the host again with this version"
             ));
         }
         _ => {
@@ -28,7 +41,35 @@ pub(crate) fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts,
                 "{shown}: not a host-facts snapshot (expected a JSON object with \"schema\": {SCHEMA:?}, as `mps-preflight capture` writes)"
             ));
         }
+    };
+    if let Some(why) = field_error(&schema, &value) {
+        return Err(format!(
+            "{shown}: not a valid {schema} snapshot: {why}; remove it, or capture the host again with this version"
+        ));
     }
     serde_json::from_value(value)
-        .map_err(|err| format!("{shown}: not a valid {SCHEMA} snapshot: {err}"))
+        .map_err(|err| format!("{shown}: not a valid {schema} snapshot: {err}"))
+}
+
+/// A field of `value` that `schema` does not define although a later schema does, if any.
+fn field_error(schema: &str, value: &Value) -> Option<String> {
+    let fields = value
+        .as_object()
+        .map(|map| map.keys().map(String::as_str).collect::<Vec<_>>())
+        .unwrap_or_default();
+    if let Some(why) = sharing_policy::schema_field_error(schema, fields) {
+        return Some(why);
+    }
+    if schema != SCHEMA_V1 {
+        return None;
+    }
+    ["gpu_query", "daemon_query"].into_iter().find_map(|record| {
+        let fields = value.get(record)?.as_object()?;
+        V2_ONLY_QUERY_FIELDS
+            .into_iter()
+            .find(|field| fields.contains_key(*field))
+            .map(|field| {
+                format!("field `{record}.{field}` is not defined by schema {SCHEMA_V1} (it is a v2 field)")
+            })
+    })
 }

@@ -2,15 +2,25 @@
 
 use std::fs::{self, File, Metadata, Permissions};
 use std::io::{self, Read as _, Write as _};
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{
     FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
 };
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use sharing_policy::Evidence;
 
 use crate::json::{EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, evidence_to_json, kind_of};
+use crate::lock::{LOCK_WAIT, ManifestLock};
+
+/// A path as every message here names it: quoted, with newlines, control characters and bytes
+/// that are not UTF-8 escaped ([`sharing_policy::quote_name`]), so a hostile file name can
+/// neither break a one-line message nor forge another.
+pub fn quote_path(path: &Path) -> String {
+    sharing_policy::quote_name(path.as_os_str().as_bytes())
+}
 
 /// The largest file this crate reads (16 MiB): a manifest or snapshot is kilobytes, so a
 /// larger file is a wrong path, not a bigger manifest.
@@ -26,8 +36,8 @@ pub enum ManifestError {
     /// The path is a symbolic link; replacing it would replace the link, not its target.
     #[error(
         "{}: is a symbolic link{}; pass the path of the file itself",
-        path.display(),
-        target.as_ref().map(|target| format!(" to {}", target.display())).unwrap_or_default()
+        quote_path(path),
+        target.as_ref().map(|target| format!(" to {}", quote_path(target))).unwrap_or_default()
     )]
     Symlink {
         /// The path given.
@@ -36,7 +46,7 @@ pub enum ManifestError {
         target: Option<PathBuf>,
     },
     /// The path is a directory, FIFO, socket or device.
-    #[error("{}: is {kind}, not a regular file", path.display())]
+    #[error("{}: is {kind}, not a regular file", quote_path(path))]
     NotRegularFile {
         /// The path given.
         path: PathBuf,
@@ -44,7 +54,10 @@ pub enum ManifestError {
         kind: &'static str,
     },
     /// The file is larger than [`MAX_FILE_BYTES`].
-    #[error("{}: is {size} bytes, over the {limit}-byte limit for a JSON file here", path.display())]
+    #[error(
+        "{}: is {size} bytes, over the {limit}-byte limit for a JSON file here",
+        quote_path(path)
+    )]
     TooLarge {
         /// The path given.
         path: PathBuf,
@@ -54,7 +67,7 @@ pub enum ManifestError {
         limit: u64,
     },
     /// The probing user cannot already write the manifest, so it is not replaced either.
-    #[error("{}: not writable by this user ({reason})", path.display())]
+    #[error("{}: not writable by this user ({reason})", quote_path(path))]
     NotWritable {
         /// The path given.
         path: PathBuf,
@@ -62,7 +75,7 @@ pub enum ManifestError {
         reason: String,
     },
     /// The file is not JSON (or not UTF-8).
-    #[error("{}: not valid JSON: {message}", path.display())]
+    #[error("{}: not valid JSON: {message}", quote_path(path))]
     NotJson {
         /// The path given.
         path: PathBuf,
@@ -72,7 +85,7 @@ pub enum ManifestError {
     /// The manifest is JSON but not an object, so there is no place for a key in it.
     #[error(
         "{}: holds {found}, not a JSON object; evidence is recorded only into an object under `{MANIFEST_KEY}`",
-        path.display()
+        quote_path(path)
     )]
     NotAnObject {
         /// The path given.
@@ -80,8 +93,33 @@ pub enum ManifestError {
         /// "an array", "a string", …
         found: &'static str,
     },
+    /// The manifest's lock file (`<manifest>.lock`) could not be opened or locked.
+    #[error(
+        "{}: cannot {action} the manifest's lock file: {error}",
+        quote_path(path)
+    )]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The step: "create", "open", "lock", …
+        action: &'static str,
+        /// The OS error.
+        error: io::Error,
+    },
+    /// Another writer held the manifest's lock for longer than the wait.
+    #[error(
+        "{}: another writer held the manifest's lock for more than {} s; try again once it is released",
+        quote_path(lock),
+        waited.as_secs_f64()
+    )]
+    LockTimeout {
+        /// The lock file.
+        lock: PathBuf,
+        /// How long this writer waited.
+        waited: std::time::Duration,
+    },
     /// Any other I/O failure, with the step that failed.
-    #[error("{}: cannot {action}: {error}", path.display())]
+    #[error("{}: cannot {action}: {error}", quote_path(path))]
     Io {
         /// The path the step worked on.
         path: PathBuf,
@@ -93,6 +131,14 @@ pub enum ManifestError {
 }
 
 impl ManifestError {
+    pub(crate) fn lock(path: &Path, action: &'static str, error: io::Error) -> Self {
+        Self::Lock {
+            path: path.to_owned(),
+            action,
+            error,
+        }
+    }
+
     fn io(path: &Path, action: &'static str, error: io::Error) -> Self {
         Self::Io {
             path: path.to_owned(),
@@ -132,11 +178,69 @@ pub fn read_json_file(path: &Path) -> Result<Value, ManifestError> {
 /// manifest or the new one, never half of one. The output is pretty-printed JSON (two-space
 /// indent, trailing newline), so the layout of the old file is not kept, only its content.
 /// Numbers keep their value as an `f64`/`i64`/`u64` holds it; an integer beyond 64 bits is
-/// rewritten as a float. The file is not locked: two writers at once means the last one wins.
+/// rewritten as a float.
+///
+/// The whole read-modify-write holds `flock(LOCK_EX)` on `<manifest>.lock` (created with mode
+/// 0644 when missing, never removed), so writers that follow the same protocol never lose each
+/// other's keys; the lock is waited for at most [`LOCK_WAIT`].
 ///
 /// # Errors
-/// Any [`ManifestError`]; on every error the manifest is left byte-for-byte untouched.
+/// Any [`ManifestError`] ([`ManifestError::LockTimeout`] when the lock stayed taken); on every
+/// error the manifest is left byte-for-byte untouched.
 pub fn record_in_manifest(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> {
+    record_in_manifest_within(path, evidence, LOCK_WAIT)
+}
+
+/// [`record_in_manifest`], waiting at most `wait` for the manifest's lock.
+///
+/// # Errors
+/// As [`record_in_manifest`].
+pub fn record_in_manifest_within(
+    path: &Path,
+    evidence: &Evidence,
+    wait: Duration,
+) -> Result<(), ManifestError> {
+    // Refuse what is refused anyway before creating a lock file beside it; then check again
+    // under the lock, since another writer may have changed the file meanwhile.
+    refuse_early(path)?;
+    let _lock = ManifestLock::acquire(path, wait)?;
+    record_locked(path, evidence)
+}
+
+/// The checks of [`record_locked`] that need no lock: an existing path must be a writable
+/// regular file, and a missing one's directory must exist.
+fn refuse_early(path: &Path) -> Result<(), ManifestError> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(ManifestError::Symlink {
+            path: path.to_owned(),
+            target: fs::read_link(path).ok(),
+        }),
+        Ok(meta) => {
+            ensure_regular(path, &meta)?;
+            ensure_writable(path, &meta)
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            let directory = directory_of(path);
+            match fs::metadata(directory) {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                Ok(_) => Err(ManifestError::io(
+                    directory,
+                    "create a temporary file in",
+                    io::Error::from(io::ErrorKind::NotADirectory),
+                )),
+                Err(error) => Err(ManifestError::io(
+                    directory,
+                    "create a temporary file in",
+                    error,
+                )),
+            }
+        }
+        Err(error) => Err(ManifestError::io(path, "inspect", error)),
+    }
+}
+
+/// The read-modify-write itself, with the manifest's lock held.
+fn record_locked(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> {
     let existing = match fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
@@ -267,6 +371,14 @@ fn read_capped_json(path: &Path) -> Result<(Value, Metadata), ManifestError> {
     Ok((value, meta))
 }
 
+/// The directory `path` is in (`.` for a bare name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
 /// Temp file beside `path`, write, fsync, rename over `path`, fsync the directory.
 /// `original` is the manifest being replaced (`None`: create, never overwrite).
 fn write_atomically(
@@ -279,10 +391,7 @@ fn write_atomically(
     })?;
     bytes.push(b'\n');
 
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
+    let directory = directory_of(path);
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(path.file_name().unwrap_or_default());
     prefix.push(".");

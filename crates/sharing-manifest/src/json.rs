@@ -8,15 +8,17 @@ use sharing_policy::Evidence;
 pub const MANIFEST_KEY: &str = "cuda_process_sharing";
 
 /// The version of the evidence's shape, recorded in a manifest beside the evidence under
-/// [`MANIFEST_SCHEMA_KEY`] (the evidence object itself keeps the seed's keys and nothing else).
-/// A manifest without it was written before evidence was versioned, with the same keys.
+/// [`MANIFEST_SCHEMA_KEY`] (the evidence object itself keeps its keys and nothing else). A
+/// manifest without it was written before evidence was versioned (the seed's 15 keys, then
+/// `daemon_pid`, `host_name`): [`evidence_from_json`] reads its missing keys as null.
 pub const EVIDENCE_SCHEMA: &str = "mps-preflight/evidence/v1";
 
 /// The manifest key that records [`EVIDENCE_SCHEMA`], beside [`MANIFEST_KEY`].
 pub const MANIFEST_SCHEMA_KEY: &str = "cuda_process_sharing_schema";
 
-/// The evidence keys, in the order they are written: the seed's `to_dict` order, then `daemon_pid`.
-pub const EVIDENCE_KEYS: [&str; 16] = [
+/// The evidence keys, in the order they are written: the seed's `to_dict` order, then
+/// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`.
+pub const EVIDENCE_KEYS: [&str; 24] = [
     "configured",
     "effective",
     "validated",
@@ -33,10 +35,18 @@ pub const EVIDENCE_KEYS: [&str; 16] = [
     "server_pid",
     "ambient_server",
     "daemon_pid",
+    "caller_uid",
+    "server_uids",
+    "daemon_visible_devices",
+    "daemon_multiuser",
+    "compute_mode",
+    "driver_version",
+    "unverified",
+    "host_name",
 ];
 
-/// The evidence as a JSON object: the 16 keys of [`EVIDENCE_KEYS`] in that order, unknown
-/// facts as `null`.
+/// The evidence as a JSON object: the 24 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
 /// use sharing_policy::Evidence;
@@ -47,6 +57,8 @@ pub const EVIDENCE_KEYS: [&str; 16] = [
 ///     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
 ///     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
 ///     server_pid: None, ambient_server: false, daemon_pid: None,
+///     caller_uid: None, server_uids: vec![], daemon_visible_devices: None,
+///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![], host_name: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -73,6 +85,14 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         server_pid,
         ambient_server,
         daemon_pid,
+        caller_uid,
+        server_uids,
+        daemon_visible_devices,
+        daemon_multiuser,
+        compute_mode,
+        driver_version,
+        unverified,
+        host_name,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -91,6 +111,17 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         number(*server_pid),
         Value::Bool(*ambient_server),
         number(*daemon_pid),
+        caller_uid.map_or(Value::Null, Value::from),
+        server_uids.iter().copied().map(Value::from).collect(),
+        text(daemon_visible_devices.as_deref()),
+        daemon_multiuser.map_or(Value::Null, Value::Bool),
+        text(compute_mode.as_deref()),
+        text(driver_version.as_deref()),
+        unverified
+            .iter()
+            .map(|code| Value::from(code.as_str()))
+            .collect(),
+        text(host_name.as_deref()),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -111,8 +142,8 @@ fn number(value: Option<i64>) -> Value {
 /// Reads evidence back from JSON: either an evidence object, or a manifest that holds one
 /// under [`MANIFEST_KEY`].
 ///
-/// Unknown keys are ignored and a missing `daemon_pid` reads as `null`, so the seed's
-/// 15-key evidence is accepted too.
+/// Unknown keys are ignored, and a missing `daemon_pid`, issue 10 key or `host_name` reads as
+/// `null` (or an empty list), so the seed's 15-key evidence and older evidence are accepted too.
 ///
 /// # Errors
 /// A message saying why the value is not evidence (missing key, wrong type).
@@ -187,6 +218,14 @@ mod tests {
             server_pid: Some(4242),
             ambient_server: false,
             daemon_pid: Some(17),
+            caller_uid: Some(1000),
+            server_uids: vec![1000],
+            daemon_visible_devices: Some("GPU-c08d91cb".to_owned()),
+            daemon_multiuser: Some(false),
+            compute_mode: Some("Exclusive_Process".to_owned()),
+            driver_version: Some("550.163.01".to_owned()),
+            unverified: vec![],
+            host_name: Some("gpu-node-07".to_owned()),
         }
     }
 
@@ -239,6 +278,14 @@ mod tests {
             server_pid: None,
             ambient_server: false,
             daemon_pid: None,
+            caller_uid: None,
+            server_uids: vec![],
+            daemon_visible_devices: None,
+            daemon_multiuser: None,
+            compute_mode: None,
+            driver_version: None,
+            unverified: vec![sharing_policy::Code::DaemonScopeUnverified],
+            host_name: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());
@@ -255,7 +302,9 @@ mod tests {
         assert_eq!(evidence_from_json(&manifest).unwrap(), evidence);
         let mut seed = json;
         seed.as_object_mut().unwrap().shift_remove("daemon_pid");
-        assert_eq!(evidence_from_json(&seed).unwrap().daemon_pid, None);
+        seed.as_object_mut().unwrap().shift_remove("host_name");
+        let read = evidence_from_json(&seed).unwrap();
+        assert_eq!((read.daemon_pid, read.host_name), (None, None));
     }
 
     #[test]

@@ -8,6 +8,10 @@ use sharing_policy::Evidence;
 
 use crate::json::evidence_from_json;
 
+mod contradiction;
+mod hosts;
+mod pipe;
+
 /// A stable, kebab-case code for one kind of inconsistency. Scripts may match on these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -18,6 +22,8 @@ pub enum MergeCode {
     NoEvidence,
     /// An input is neither an evidence object nor a manifest holding one.
     NotEvidence,
+    /// An input's evidence contradicts itself (`validated` with another mode or two GPUs).
+    ContradictoryEvidence,
     /// A `world_size` below 1.
     InvalidWorldSize,
     /// Ranks disagree on `world_size`.
@@ -40,13 +46,17 @@ pub enum MergeCode {
     DaemonMismatch,
     /// Ranks with one pipe directory saw different MPS servers (`server_pid`).
     ServerMismatch,
+    /// Ranks with one pipe directory claim one daemon but disagree on its identity: its GPU
+    /// scope (`daemon_visible_devices`) or its mode (`daemon_multiuser`), where known.
+    DaemonIdentityMismatch,
 }
 
 impl MergeCode {
     /// Every code, in the order the checks run.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 15] = [
         Self::NoEvidence,
         Self::NotEvidence,
+        Self::ContradictoryEvidence,
         Self::InvalidWorldSize,
         Self::WorldSizeMismatch,
         Self::RankOutOfRange,
@@ -58,6 +68,7 @@ impl MergeCode {
         Self::ControlPipeMismatch,
         Self::DaemonMismatch,
         Self::ServerMismatch,
+        Self::DaemonIdentityMismatch,
     ];
 
     /// The code as printed: `duplicate-rank`, `world-size-mismatch`, …
@@ -65,6 +76,7 @@ impl MergeCode {
         match self {
             Self::NoEvidence => "no-evidence",
             Self::NotEvidence => "not-evidence",
+            Self::ContradictoryEvidence => "contradictory-evidence",
             Self::InvalidWorldSize => "invalid-world-size",
             Self::WorldSizeMismatch => "world-size-mismatch",
             Self::RankOutOfRange => "rank-out-of-range",
@@ -76,6 +88,7 @@ impl MergeCode {
             Self::ControlPipeMismatch => "control-pipe-mismatch",
             Self::DaemonMismatch => "daemon-mismatch",
             Self::ServerMismatch => "server-mismatch",
+            Self::DaemonIdentityMismatch => "daemon-identity-mismatch",
         }
     }
 }
@@ -149,14 +162,17 @@ const LIST_LIMIT: usize = 8;
 /// - every rank is in `0..world_size`, appears once, and (when the world sizes agree) every
 ///   rank of `0..world_size` appears;
 /// - all ranks agree on `configured`, `effective` and `validated`;
-/// - ranks that name one `pipe_directory` (ranks on one host) name the same control pipe
+/// - no evidence contradicts itself (`validated: true` with a mode other than `mps`, or with
+///   two different or missing GPU UUIDs);
+/// - ranks on one host (`host_name`) whose `pipe_directory` names one control pipe (compared lexically: `/p`, `/p/`,
+///   `/p/./` and `//p` are one; symbolic links are not resolved) name the same control pipe
 ///   and kind, and agree on the control daemon (`daemon_pid`) and the MPS server
 ///   (`server_pid`), where those were seen (`null` is not a disagreement: an idle daemon
 ///   has no server yet).
 ///
-/// Ranks on different hosts that use the same path (the default `/tmp/nvidia-mps`) look
-/// like one host here, since the evidence names no host: give each node its own pipe
-/// directory, or merge per node.
+/// Ranks on different hosts legitimately see different daemons, so these checks run per host.
+/// Evidence recorded before `host_name` existed (`null`) is one host of its own: such ranks on
+/// different nodes that use the same path (the default `/tmp/nvidia-mps`) look like one host.
 pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
     let mut findings = Vec::new();
     let mut ranks = Vec::new();
@@ -166,7 +182,8 @@ pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
             Err(why) => findings.push(MergeFinding {
                 code: MergeCode::NotEvidence,
                 message: format!(
-                    "'{source}' holds no CUDA process-sharing evidence (an evidence object, or a manifest with one under `cuda_process_sharing`): {why}"
+                    "{} holds no CUDA process-sharing evidence (an evidence object, or a manifest with one under `cuda_process_sharing`): {why}",
+                    quote_source(source)
                 ),
                 sources: vec![source.clone()],
             }),
@@ -179,9 +196,10 @@ pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
             sources: Vec::new(),
         });
     }
+    contradiction::check_contradictions(&ranks, &mut findings);
     check_ranks(&ranks, &mut findings);
     check_modes(&ranks, &mut findings);
-    check_hosts(&ranks, &mut findings);
+    hosts::check_hosts(&ranks, &mut findings);
     findings.sort_by_key(|finding| finding.code);
     MergeReport { ranks, findings }
 }
@@ -191,22 +209,22 @@ fn check_ranks(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
         let Evidence {
             rank, world_size, ..
         } = record.evidence;
-        let source = &record.source;
+        let source = quote_source(&record.source);
         if world_size < 1 {
             findings.push(MergeFinding {
                 code: MergeCode::InvalidWorldSize,
                 message: format!(
-                    "'{source}' records world_size {world_size}; a run has at least one rank"
+                    "{source} records world_size {world_size}; a run has at least one rank"
                 ),
-                sources: vec![source.clone()],
+                sources: vec![record.source.clone()],
             });
         } else if rank < 0 || rank >= world_size {
             findings.push(MergeFinding {
                 code: MergeCode::RankOutOfRange,
                 message: format!(
-                    "'{source}' records rank {rank}, outside 0..{world_size} (its world_size is {world_size})"
+                    "{source} records rank {rank}, outside 0..{world_size} (its world_size is {world_size})"
                 ),
-                sources: vec![source.clone()],
+                sources: vec![record.source.clone()],
             });
         }
     }
@@ -304,65 +322,6 @@ fn check_modes(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
     }
 }
 
-fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
-    for (directory, _) in group(ranks, |evidence| evidence.pipe_directory.clone()) {
-        let Some(directory) = directory else { continue };
-        let host: Vec<RankRecord> = ranks
-            .iter()
-            .filter(|record| record.evidence.pipe_directory.as_deref() == Some(directory.as_str()))
-            .cloned()
-            .collect();
-        let pipes = group(&host, |evidence| {
-            (
-                evidence.control_pipe.clone(),
-                evidence.control_pipe_kind.clone(),
-            )
-        });
-        if pipes.len() > 1 {
-            findings.push(mismatch(
-                MergeCode::ControlPipeMismatch,
-                &format!("ranks using pipe directory '{directory}' name different control pipes"),
-                &pipes,
-                |(path, kind)| {
-                    format!(
-                        "{} ({})",
-                        json_text(path.as_deref()),
-                        kind.as_deref().unwrap_or("not a pipe")
-                    )
-                },
-            ));
-        }
-        let seen = |key: fn(&Evidence) -> Option<i64>| -> Vec<(i64, Vec<String>)> {
-            group(&host, key)
-                .into_iter()
-                .filter_map(|(pid, sources)| pid.map(|pid| (pid, sources)))
-                .collect()
-        };
-        let daemons = seen(|evidence| evidence.daemon_pid);
-        if daemons.len() > 1 {
-            findings.push(mismatch(
-                MergeCode::DaemonMismatch,
-                &format!(
-                    "ranks using pipe directory '{directory}' saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory)"
-                ),
-                &daemons,
-                |pid| format!("daemon_pid {pid}"),
-            ));
-        }
-        let servers = seen(|evidence| evidence.server_pid);
-        if servers.len() > 1 {
-            findings.push(mismatch(
-                MergeCode::ServerMismatch,
-                &format!(
-                    "ranks using pipe directory '{directory}' saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts)"
-                ),
-                &servers,
-                |pid| format!("server_pid {pid}"),
-            ));
-        }
-    }
-}
-
 /// Distinct values of `key` in first-seen order, each with the sources holding it.
 fn group<K: PartialEq>(
     ranks: &[RankRecord],
@@ -401,8 +360,14 @@ fn mismatch<K>(
 }
 
 fn quoted_list(sources: &[String]) -> String {
-    let quoted: Vec<String> = sources.iter().map(|source| format!("'{source}'")).collect();
+    let quoted: Vec<String> = sources.iter().map(|source| quote_source(source)).collect();
     limited(&quoted)
+}
+
+/// An input's name or a pipe directory as messages show it: quoted, with newlines and control
+/// characters escaped, so it cannot break the one-line-per-finding output or forge a line.
+fn quote_source(source: &str) -> String {
+    sharing_policy::quote_name(source.as_bytes())
 }
 
 fn limited(items: &[String]) -> String {

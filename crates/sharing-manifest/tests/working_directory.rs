@@ -32,6 +32,14 @@ fn evidence() -> Evidence {
         server_pid: None,
         ambient_server: false,
         daemon_pid: None,
+        caller_uid: None,
+        server_uids: vec![],
+        daemon_visible_devices: None,
+        daemon_multiuser: None,
+        compute_mode: None,
+        driver_version: None,
+        unverified: vec![],
+        host_name: None,
     }
 }
 
@@ -51,7 +59,7 @@ fn bare_names_use_the_working_directory_and_absolute_paths_ignore_it() {
     let here = tempfile::tempdir().unwrap();
     std::env::set_current_dir(here.path()).unwrap();
     record_in_manifest(Path::new("manifest.json"), &evidence()).unwrap();
-    assert_eq!(names(here.path()), ["manifest.json"]);
+    assert_eq!(names(here.path()), ["manifest.json", "manifest.json.lock"]);
     assert_eq!(
         read_json_file(&here.path().join("manifest.json")).unwrap()[MANIFEST_KEY]["rank"],
         0
@@ -66,6 +74,9 @@ fn bare_names_use_the_working_directory_and_absolute_paths_ignore_it() {
     let path = target.path().join("manifest.json");
     record_in_manifest(&path, &evidence()).unwrap(); // created
     record_in_manifest(&path, &evidence()).unwrap(); // replaced
-    assert_eq!(names(target.path()), ["manifest.json"]);
+    assert_eq!(
+        names(target.path()),
+        ["manifest.json", "manifest.json.lock"]
+    );
     std::env::set_current_dir(target.path()).unwrap();
 }

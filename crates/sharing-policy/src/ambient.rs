@@ -2,7 +2,7 @@
 
 use crate::daemon::{self, DaemonStatus};
 use crate::device::parse_cuda_index;
-use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMA, gpu};
+use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMA, SCHEMA_V1, gpu, served};
 
 /// Whether the learner or the collector is a CUDA device (what makes a null request look at
 /// the host; [`crate::observes_host`]).
@@ -38,10 +38,19 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         server_pid: None,
         ambient_server: false,
         daemon_pid: None,
+        caller_uid: None,
+        server_uids: Vec::new(),
+        daemon_visible_devices: None,
+        daemon_multiuser: None,
+        compute_mode: None,
+        driver_version: None,
+        unverified: Vec::new(),
+        host_name: None,
     };
-    if facts.schema != SCHEMA {
+    if facts.schema != SCHEMA && facts.schema != SCHEMA_V1 {
         return evidence;
     }
+    evidence.host_name = facts.host_name.as_ref().map(OsText::to_string_lossy);
     let env = &facts.env;
     evidence.pipe_directory_env = env
         .cuda_mps_pipe_directory
@@ -69,15 +78,19 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
             FileKind::Fifo => Some("fifo".to_owned()),
             _ => None,
         });
-    if let DaemonStatus::Live { server_pid } =
-        daemon::status(facts.daemon_query.as_ref(), directory.as_bytes())
+    // Ambient sharing needs the effective control pipe: without a socket or FIFO there, no
+    // client reaches the daemon, whatever a query through another path answered.
+    if evidence.control_pipe_kind.is_some()
+        && let DaemonStatus::Live { server_pid } =
+            daemon::status(facts.daemon_query.as_ref(), directory.as_bytes())
     {
         evidence.ambient_server = true;
         evidence.server_pid = server_pid;
     }
     evidence.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
 
-    let table = gpu::host_table(facts.gpu_query.as_ref());
+    let text = gpu::host_text(facts.gpu_query.as_ref());
+    let table = gpu::parse_table(&text);
     // The mask is parsed and resolved once for both devices, as `assess` does.
     let visible = gpu::visible(env, &table);
     let resolve = |index: u32| visible.as_ref().ok()?.uuid(index).ok();
@@ -88,8 +101,20 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         }
         .map(|uuid| uuid.canonical_token());
     }
-    evidence.collector_gpu_uuid = collector_index
-        .and_then(resolve)
-        .map(|uuid| uuid.canonical_token());
+    let collector = collector_index.and_then(resolve);
+    evidence.collector_gpu_uuid = collector.map(|uuid| uuid.canonical_token());
+    let gpu = collector.or_else(|| learner_index.and_then(resolve));
+    let served = served::served_facts(facts, &text, gpu, directory.as_bytes());
+    // A scan saw the daemon's process at some moment of the probe; only its answer proves it
+    // is still the daemon there, so its PID is claimed only for a live daemon.
+    if evidence.ambient_server {
+        evidence.daemon_pid = evidence.daemon_pid.or(served.daemon_pid);
+    }
+    evidence.caller_uid = served.caller_uid;
+    evidence.server_uids = served.server_uids;
+    evidence.daemon_visible_devices = served.daemon_visible_devices;
+    evidence.daemon_multiuser = served.daemon_multiuser;
+    evidence.compute_mode = served.compute_mode;
+    evidence.driver_version = served.driver_version;
     evidence
 }

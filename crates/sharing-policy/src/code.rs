@@ -59,11 +59,28 @@ pub enum Code {
     DaemonTimedOut,
     /// The control daemon query exited 0 but printed something this validator does not know.
     DaemonAnswerUnrecognized,
+    /// The daemon's `CUDA_VISIBLE_DEVICES` (its GPU scope) does not include the GPU.
+    GpuOutsideDaemonScope,
+    /// The client's mask is a non-zero index, which a scoped daemon renumbers (T5).
+    DaemonIndexRemap,
+    /// The daemon's GPU scope could not be read (its environment, or the daemon itself, was
+    /// not observable). Unverified: a rejection only with `--require-verified`.
+    DaemonScopeUnverified,
+    /// A listed MPS server runs as another user, and the daemon is not in multi-user mode.
+    ServerOfAnotherUser,
+    /// A listed server's owner could not be read. Unverified: a rejection only with
+    /// `--require-verified`.
+    ServerOwnerUnverified,
+    /// The GPU's compute mode (`Prohibited`, `Exclusive_Thread`) forbids two clients.
+    ComputeModeForbidsSharing,
+    /// The GPU's compute mode was not recorded or not reported. Unverified: a rejection only
+    /// with `--require-verified`.
+    ComputeModeUnverified,
 }
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 31] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -88,6 +105,21 @@ impl Code {
         Self::DaemonUnreachable,
         Self::DaemonTimedOut,
         Self::DaemonAnswerUnrecognized,
+        Self::GpuOutsideDaemonScope,
+        Self::DaemonIndexRemap,
+        Self::DaemonScopeUnverified,
+        Self::ServerOfAnotherUser,
+        Self::ServerOwnerUnverified,
+        Self::ComputeModeForbidsSharing,
+        Self::ComputeModeUnverified,
+    ];
+
+    /// The codes that can be unverified (listed in the evidence's `unverified` key, and
+    /// rejections only under `--require-verified`).
+    pub const UNVERIFIABLE: [Self; 3] = [
+        Self::DaemonScopeUnverified,
+        Self::ServerOwnerUnverified,
+        Self::ComputeModeUnverified,
     ];
 
     /// The stable kebab-case name.
@@ -117,6 +149,13 @@ impl Code {
             Self::DaemonUnreachable => "daemon-unreachable",
             Self::DaemonTimedOut => "daemon-timed-out",
             Self::DaemonAnswerUnrecognized => "daemon-answer-unrecognized",
+            Self::GpuOutsideDaemonScope => "gpu-outside-daemon-scope",
+            Self::DaemonIndexRemap => "daemon-index-remap",
+            Self::DaemonScopeUnverified => "daemon-scope-unverified",
+            Self::ServerOfAnotherUser => "server-of-another-user",
+            Self::ServerOwnerUnverified => "server-owner-unverified",
+            Self::ComputeModeForbidsSharing => "compute-mode-forbids-sharing",
+            Self::ComputeModeUnverified => "compute-mode-unverified",
         }
     }
 
@@ -193,6 +232,27 @@ impl Code {
             }
             Self::DaemonAnswerUnrecognized => {
                 "Only the known answer shape proves a live daemon of a known protocol; anything else is treated as unproven."
+            }
+            Self::GpuOutsideDaemonScope => {
+                "The CUDA_VISIBLE_DEVICES the daemon started with defines the GPUs it serves; a client whose GPU is outside it sees no device (\"No CUDA GPUs are available\")."
+            }
+            Self::DaemonIndexRemap => {
+                "A scoped daemon renumbers its GPUs from 0, so a client index other than 0 names a device that does not exist there (or another GPU); a UUID names the same GPU in both spaces."
+            }
+            Self::DaemonScopeUnverified => {
+                "Only the daemon's own environment shows which GPUs it serves; without it the scope is assumed, not proven."
+            }
+            Self::ServerOfAnotherUser => {
+                "A daemon runs one server at a time: a server of another user is asked to exit once its clients finish, and this job's clients queue behind it (hang at CUDA init or run serialised), unless the daemon runs in multi-user mode."
+            }
+            Self::ServerOwnerUnverified => {
+                "Only a server's /proc status shows its user; without it, a server of another user (which would make this job queue) cannot be ruled out."
+            }
+            Self::ComputeModeForbidsSharing => {
+                "Prohibited allows no CUDA context, and Exclusive_Thread is a legacy mode that cannot host an MPS server for two processes; Default and Exclusive_Process work."
+            }
+            Self::ComputeModeUnverified => {
+                "A GPU in Prohibited or Exclusive_Thread mode cannot be shared through MPS; without the recorded compute mode that is not ruled out."
             }
         }
     }

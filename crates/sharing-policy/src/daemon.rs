@@ -1,5 +1,6 @@
 //! Interpreting the recorded daemon query and pid file (mps.md §5 c–e).
 
+use crate::retry::transient_signature;
 use crate::text::{push_repr, repr};
 use crate::{
     CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, PidFileFacts, QueryOutcome, QueryRecord,
@@ -120,6 +121,23 @@ fn check_probe(record: &QueryRecord, pipe_directory: &[u8]) -> Result<(), String
     Ok(())
 }
 
+/// Checks that the probe asked again only after transient outcomes ([`crate::retry`]): an
+/// earlier attempt that was a clear answer means the record is not what this probe writes.
+fn check_retries(record: &QueryRecord) -> Result<(), String> {
+    match record
+        .earlier_attempts
+        .iter()
+        .position(|attempt| transient_signature(&attempt.outcome).is_none())
+    {
+        None => Ok(()),
+        Some(index) => Err(format!(
+            "the daemon query was retried after attempt {} of {}, which was not a transient outcome",
+            index + 1,
+            record.earlier_attempts.len() + 1
+        )),
+    }
+}
+
 /// Interprets the daemon query. Liveness = exit 0 within the deadline with the known output
 /// shape and an empty stderr; an empty server list is a healthy idle daemon.
 pub(crate) fn status(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> DaemonStatus {
@@ -127,6 +145,9 @@ pub(crate) fn status(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> Dae
         return DaemonStatus::NotQueried;
     };
     if let Err(why) = check_probe(record, pipe_directory) {
+        return DaemonStatus::NotTheProbe(why);
+    }
+    if let Err(why) = check_retries(record) {
         return DaemonStatus::NotTheProbe(why);
     }
     match &record.outcome {
@@ -246,6 +267,7 @@ mod tests {
             timeout_ms: 5000,
             elapsed_ms: 3,
             outcome,
+            earlier_attempts: Vec::new(),
         }
     }
 
@@ -384,6 +406,40 @@ mod tests {
             status(Some(&path), b"/tmp/nvidia-mps"),
             DaemonStatus::Live { server_pid: None }
         );
+    }
+
+    #[test]
+    fn a_retried_query_is_judged_by_its_last_attempt_after_transient_ones_only() {
+        let attempt = |outcome| crate::Attempt {
+            elapsed_ms: 2,
+            backoff_ms: 7,
+            outcome,
+        };
+        let mut retried = record(exited(0, "100.0\n", ""));
+        retried.earlier_attempts = vec![
+            attempt(exited(1, "", crate::retry::CANNOT_SEND)),
+            attempt(exited(0, "", "")),
+        ];
+        assert_eq!(
+            status(Some(&retried), b"/tmp/nvidia-mps"),
+            DaemonStatus::Live { server_pid: None }
+        );
+        retried.earlier_attempts.push(attempt(exited(
+            1,
+            "",
+            "Cannot find MPS control daemon process\n",
+        )));
+        let got = status(Some(&retried), b"/tmp/nvidia-mps");
+        assert!(
+            matches!(got, DaemonStatus::NotTheProbe(ref why) if why.contains("attempt 3 of 4")),
+            "{got:?}"
+        );
+        let mut busy = record(exited(1, "", crate::retry::CANNOT_SEND));
+        busy.earlier_attempts = vec![attempt(exited(0, "", ""))];
+        assert!(matches!(
+            status(Some(&busy), b"/tmp/nvidia-mps"),
+            DaemonStatus::NoAnswer(_)
+        ));
     }
 
     #[test]

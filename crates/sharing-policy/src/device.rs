@@ -1,5 +1,21 @@
 //! Device strings: `cuda` or `cuda:<decimal index>` (the seed's `_cuda_index`, made strict).
 
+/// Which of the two processes a device belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Learner,
+    Collector,
+}
+
+impl Role {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Learner => "learner",
+            Self::Collector => "collector",
+        }
+    }
+}
+
 /// Why a device string is not a usable CUDA device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DeviceError {

@@ -1,8 +1,14 @@
 use serde::{Deserialize, Serialize};
 
-/// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid`.
+use crate::Code;
+
+/// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid`, then what
+/// "served" needs (schema v2): who asked, who owns the servers, the daemon's GPU scope and
+/// mode, the GPU's compute mode and driver, and what could not be verified; last, the host
+/// the rank ran on (`host_name`), which `merge` groups by.
 ///
-/// Field order is the JSON key order; keep it.
+/// Field order is the JSON key order; keep it. The keys after `daemon_pid` read as their
+/// defaults when absent, so older evidence still reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Evidence {
@@ -36,6 +42,34 @@ pub struct Evidence {
     pub server_pid: Option<i64>,
     /// True only for an unconfigured run whose control daemon answered.
     pub ambient_server: bool,
-    /// The control daemon's PID from its pid file, when that process is alive.
+    /// The control daemon's PID from its pid file, when that process is alive, or from a
+    /// `/proc` scan that identified it.
     pub daemon_pid: Option<i64>,
+    /// The probing process's effective UID (null when not recorded).
+    #[serde(default)]
+    pub caller_uid: Option<u32>,
+    /// The effective UID of each listed MPS server whose owner was read, in order.
+    #[serde(default)]
+    pub server_uids: Vec<u32>,
+    /// The daemon's `CUDA_VISIBLE_DEVICES`, raw (null when unknown, or unset: see
+    /// `unverified`).
+    #[serde(default)]
+    pub daemon_visible_devices: Option<String>,
+    /// Whether the daemon's command line shows multi-user mode (`-m`); null when unknown.
+    #[serde(default)]
+    pub daemon_multiuser: Option<bool>,
+    /// The GPU's compute mode as `nvidia-smi` printed it (null when not recorded).
+    #[serde(default)]
+    pub compute_mode: Option<String>,
+    /// The NVIDIA driver version as `nvidia-smi` printed it (null when not recorded).
+    #[serde(default)]
+    pub driver_version: Option<String>,
+    /// Every prerequisite that could not be observed, by code ([`Code::UNVERIFIABLE`]); empty
+    /// when all were proven (and always empty for a null request, which claims nothing).
+    #[serde(default)]
+    pub unverified: Vec<Code>,
+    /// The host the rank ran on ([`crate::HostFacts::host_name`], lossy UTF-8; null when not
+    /// recorded). `merge` groups its per-host checks by it.
+    #[serde(default)]
+    pub host_name: Option<String>,
 }

@@ -6,8 +6,48 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The snapshot schema this crate reads and writes. A snapshot of another schema is refused.
-pub const SCHEMA: &str = "mps-preflight/host-facts/v1";
+use crate::{CallerFacts, DaemonSearch, ProcessFacts};
+
+/// The snapshot schema this crate writes: v2 adds who asked ([`HostFacts::caller`]), the
+/// listed servers' owners ([`HostFacts::server_processes`]), the control daemon's process
+/// ([`HostFacts::daemon_process`]) and the GPU query's compute mode and driver version columns.
+pub const SCHEMA: &str = "mps-preflight/host-facts/v2";
+
+/// The first snapshot schema, still read: what it never recorded counts as unverified.
+pub const SCHEMA_V1: &str = "mps-preflight/host-facts/v1";
+
+/// The top-level fields that only [`SCHEMA`] (v2) defines; a v1 snapshot that carries one is
+/// refused ([`schema_field_error`]).
+pub const V2_ONLY_FIELDS: [&str; 4] = ["caller", "server_processes", "daemon_process", "host_name"];
+
+/// Why a snapshot's top-level `fields` do not belong to its `schema`, if they do not: a
+/// reader calls this before deserialising, so a v1 snapshot that carries a v2 fact is refused
+/// instead of silently read under v2's meaning. Fields no schema defines are refused by
+/// deserialisation itself (`deny_unknown_fields`).
+///
+/// ```
+/// use sharing_policy::{schema_field_error, SCHEMA, SCHEMA_V1};
+///
+/// assert_eq!(schema_field_error(SCHEMA, ["schema", "caller"]), None);
+/// assert_eq!(
+///     schema_field_error(SCHEMA_V1, ["schema", "caller"]).as_deref(),
+///     Some("field `caller` is not defined by schema mps-preflight/host-facts/v1 (it is a v2 field)")
+/// );
+/// ```
+pub fn schema_field_error<'a>(
+    schema: &str,
+    fields: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    if schema != SCHEMA_V1 {
+        return None;
+    }
+    fields
+        .into_iter()
+        .find(|field| V2_ONLY_FIELDS.contains(field))
+        .map(|field| {
+            format!("field `{field}` is not defined by schema {SCHEMA_V1} (it is a v2 field)")
+        })
+}
 
 /// Where CUDA looks for the control pipe when `CUDA_MPS_PIPE_DIRECTORY` is unset or empty.
 pub const DEFAULT_PIPE_DIRECTORY: &str = "/tmp/nvidia-mps";
@@ -21,7 +61,7 @@ pub const DAEMON_QUERY_PROGRAM: &str = "nvidia-cuda-mps-control";
 /// A raw OS string kept losslessly: JSON text when it is UTF-8, else its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum OsText {
     /// Valid UTF-8.
     Text(String),
@@ -72,10 +112,14 @@ impl From<&str> for OsText {
 }
 
 /// One host snapshot: what a probe saw, uninterpreted. `None` means "not observed".
+///
+/// Unknown fields are refused when a snapshot is read: a fact the reader does not know may be
+/// one its writer meant to fail the check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct HostFacts {
-    /// Always [`SCHEMA`].
+    /// [`SCHEMA`], or [`SCHEMA_V1`] for an older snapshot (which has none of the v2 fields).
     pub schema: String,
     /// The operating system, as Rust names it (`linux`, `macos`, `windows`, …).
     pub os: String,
@@ -91,6 +135,20 @@ pub struct HostFacts {
     pub pid_file: Option<PidFileFacts>,
     /// The learner's GPU UUID as its own CUDA runtime reported it, when the caller gave one.
     pub learner_uuid: Option<String>,
+    /// v2: the probing process's user IDs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerFacts>,
+    /// v2: each server PID the daemon query listed, as `/proc` shows it (owner, name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_processes: Option<Vec<ProcessFacts>>,
+    /// v2: the control daemon's own process, found through the pid file or a `/proc` scan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_process: Option<DaemonSearch>,
+    /// The host's name as `uname(2)` gives it (`nodename`), raw. Recorded in the evidence so
+    /// that `merge` can tell ranks on different nodes apart. Absent from older snapshots
+    /// (read as `None`) and left out of the JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<OsText>,
 }
 
 impl HostFacts {
@@ -105,6 +163,10 @@ impl HostFacts {
             daemon_query: None,
             pid_file: None,
             learner_uuid: None,
+            caller: None,
+            server_processes: None,
+            daemon_process: None,
+            host_name: None,
         }
     }
 }
@@ -112,6 +174,7 @@ impl HostFacts {
 /// The raw environment. `None` = unset, which CUDA treats differently from empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct EnvFacts {
     /// `CUDA_VISIBLE_DEVICES`.
     pub cuda_visible_devices: Option<OsText>,
@@ -170,6 +233,7 @@ pub(crate) fn join(directory: &OsText, name: &str) -> OsText {
 /// One bounded subprocess run, as data: what was asked and what came back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct QueryRecord {
     /// The program name or path as spawned.
     pub program: String,
@@ -190,12 +254,30 @@ pub struct QueryRecord {
     pub elapsed_ms: u64,
     /// How it ended.
     pub outcome: QueryOutcome,
+    /// The attempts before this one, oldest first, when the query was retried (issue 15: the
+    /// daemon query is asked again after a transient outcome, `sharing_policy::retry`). The
+    /// fields above describe the last attempt, except `elapsed_ms`, which then counts from the
+    /// first attempt's start. Absent in JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<Attempt>,
+}
+
+/// One earlier attempt of a retried query: how it ended and how long the probe waited after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct Attempt {
+    /// How long the attempt ran, in milliseconds.
+    pub elapsed_ms: u64,
+    /// The pause before the next attempt, in milliseconds.
+    pub backoff_ms: u64,
+    /// How it ended.
+    pub outcome: QueryOutcome,
 }
 
 /// How a subprocess run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(tag = "status", rename_all = "snake_case")]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueryOutcome {
     /// The process could not be started (not on PATH, not executable, …).
     SpawnFailed {
@@ -225,6 +307,7 @@ pub enum QueryOutcome {
 /// Captured output, read with a cap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CapturedText {
     /// The text (invalid UTF-8 replaced by U+FFFD; see `non_utf8`).
     pub text: String,
@@ -250,6 +333,7 @@ impl CapturedText {
 /// What the filesystem says about the control pipe path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct PipeFacts {
     /// The pipe directory the probe looked in.
     pub directory: OsText,
@@ -293,6 +377,7 @@ pub enum FileKind {
 /// One `stat`/`lstat` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct FileFacts {
     /// The entry's kind.
     pub kind: FileKind,
@@ -309,6 +394,7 @@ pub struct FileFacts {
 /// Access checks made as the probing user (effective IDs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct AccessFacts {
     /// The probing user's effective UID.
     pub uid: Option<u32>,
@@ -323,6 +409,7 @@ pub struct AccessFacts {
 /// The control daemon's pid file, read with a small cap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct PidFileFacts {
     /// `<pipe directory>/nvidia-cuda-mps-control.pid`.
     pub path: OsText,
@@ -343,4 +430,23 @@ pub fn parse_pid(text: &str) -> Option<i64> {
         return None;
     }
     trimmed.parse::<i64>().ok().filter(|pid| *pid > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_refused_at_every_depth() {
+        let bytes: OsText = serde_json::from_str(r#"{"non_utf8_bytes": [255]}"#).unwrap();
+        assert_eq!(bytes.as_bytes(), [255]);
+        assert!(serde_json::from_str::<OsText>(r#"{"non_utf8_bytes": [255], "x": 1}"#).is_err());
+        let outcome = r#"{"status": "spawn_failed", "error": "x"}"#;
+        assert!(serde_json::from_str::<QueryOutcome>(outcome).is_ok());
+        let extra = r#"{"status": "spawn_failed", "error": "x", "retried": true}"#;
+        let err = serde_json::from_str::<QueryOutcome>(extra).unwrap_err();
+        assert!(err.to_string().contains("retried"), "{err}");
+        let caller = r#"{"uid": 0, "euid": 0, "gid": 0}"#;
+        assert!(serde_json::from_str::<CallerFacts>(caller).is_err());
+    }
 }

@@ -1,11 +1,86 @@
 //! Which physical GPU a `cuda:N` device is, from `CUDA_VISIBLE_DEVICES` and the recorded host
 //! GPU table, without initialising CUDA (deliberate changes 1–3).
 
+use std::borrow::Cow;
+
 use gpu_uuid::{GpuTable, GpuTableView, GpuUuid, Placement, ResolveError, TABLE_QUERY_ARGS};
 
-use crate::assess::Role;
+use crate::device::Role;
 use crate::text::repr;
 use crate::{Code, EnvFacts, GPU_QUERY_PROGRAM, OsText, QueryOutcome, QueryRecord};
+
+/// The `nvidia-smi` arguments of schema v2's host GPU query: the compute mode and the driver
+/// version, then [`TABLE_QUERY_ARGS`]'s four columns, in one process. Neither new column holds
+/// a comma, so the rest of each row is read exactly as a v1 row.
+pub const GPU_QUERY_ARGS: [&str; 2] = [
+    "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
+    "--format=csv,noheader",
+];
+
+/// The v2 columns of one GPU row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GpuExtras<'a> {
+    /// The row's UUID, when it parses.
+    pub(crate) uuid: Option<GpuUuid>,
+    /// `compute_mode`, as printed (`Default`, `Exclusive_Process`, …).
+    pub(crate) compute_mode: &'a str,
+    /// `driver_version`, as printed.
+    pub(crate) driver_version: &'a str,
+}
+
+/// A recorded GPU query's table rows (the four [`TABLE_QUERY_ARGS`] columns) and, for the v2
+/// query ([`GPU_QUERY_ARGS`]), each row's extra columns.
+pub(crate) struct TableText<'a> {
+    rows: Cow<'a, str>,
+    pub(crate) extras: Vec<GpuExtras<'a>>,
+}
+
+impl TableText<'_> {
+    /// The extra columns of the row of `gpu` (none for a v1 query).
+    pub(crate) fn extras_of(&self, gpu: GpuUuid) -> Option<&GpuExtras<'_>> {
+        self.extras.iter().find(|extras| extras.uuid == Some(gpu))
+    }
+}
+
+/// Splits the v2 columns off each row of `stdout`.
+fn split_extras(stdout: &str) -> Result<TableText<'_>, HostTableError> {
+    let mut rows = String::with_capacity(stdout.len());
+    let mut extras = Vec::new();
+    for line in stdout.split_inclusive('\n') {
+        if line.trim().is_empty() {
+            rows.push_str(line);
+            continue;
+        }
+        let Some((mode, rest)) = line.split_once(',') else {
+            return Err(lacks_extras(line));
+        };
+        let Some((driver, row)) = rest.split_once(',') else {
+            return Err(lacks_extras(line));
+        };
+        let row = row.trim_start();
+        let uuid = row
+            .split(',')
+            .nth(1)
+            .and_then(|field| GpuUuid::parse(field.trim()).ok());
+        extras.push(GpuExtras {
+            uuid,
+            compute_mode: mode.trim(),
+            driver_version: driver.trim(),
+        });
+        rows.push_str(row);
+    }
+    Ok(TableText {
+        rows: Cow::Owned(rows),
+        extras,
+    })
+}
+
+fn lacks_extras(line: &str) -> HostTableError {
+    HostTableError::Unavailable(format!(
+        "a row of the GPU query lacks its compute mode and driver version columns: {}",
+        repr(line.trim_end())
+    ))
+}
 
 /// Why a recorded GPU query gives no host GPU table ([`host_gpu_table`]). Its message says what
 /// was found.
@@ -107,6 +182,7 @@ fn first_line(text: &str) -> &str {
 ///         stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
 ///         stderr: CapturedText::default(),
 ///     },
+///     earlier_attempts: vec![],
 /// };
 /// let row = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n";
 /// let table = host_gpu_table(&record(0, row))?;
@@ -124,20 +200,25 @@ fn first_line(text: &str) -> &str {
 /// # Ok::<(), HostTableError>(())
 /// ```
 pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
-    host_gpu_table_view(query).map(GpuTable::from)
+    let text = table_text(query)?;
+    GpuTableView::parse(&text.rows)
+        .map(GpuTable::from)
+        .map_err(|err| HostTableError::Unavailable(err.to_string()))
 }
 
-/// [`host_gpu_table`] borrowing the recorded output: the validator reads the table once, so
-/// it need not copy each row's name and bus id.
-fn host_gpu_table_view(query: &QueryRecord) -> Result<GpuTableView<'_>, HostTableError> {
+/// The table rows of a recorded query, borrowed when it is v1's: the validator reads the table
+/// once, so it need not copy each row's name and bus id.
+fn table_text(query: &QueryRecord) -> Result<TableText<'_>, HostTableError> {
     use HostTableError::{NotTheQuery, Unavailable};
-    if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM) || query.args != TABLE_QUERY_ARGS
+    let v2 = query.args == GPU_QUERY_ARGS;
+    if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
+        || !(v2 || query.args == TABLE_QUERY_ARGS)
     {
         return Err(NotTheQuery(format!(
             "its GPU query ran {} {:?} instead of {GPU_QUERY_PROGRAM} {:?}",
             repr(&query.program),
             query.args,
-            TABLE_QUERY_ARGS
+            GPU_QUERY_ARGS
         )));
     }
     match &query.outcome {
@@ -161,8 +242,13 @@ fn host_gpu_table_view(query: &QueryRecord) -> Result<GpuTableView<'_>, HostTabl
                 Err(Unavailable(format!(
                     "the output of {GPU_QUERY_PROGRAM} is not UTF-8"
                 )))
+            } else if v2 {
+                split_extras(&stdout.text)
             } else {
-                GpuTableView::parse(&stdout.text).map_err(|err| Unavailable(err.to_string()))
+                Ok(TableText {
+                    rows: Cow::Borrowed(&stdout.text),
+                    extras: Vec::new(),
+                })
             }
         }
         QueryOutcome::Exited {
@@ -186,17 +272,28 @@ fn host_gpu_table_view(query: &QueryRecord) -> Result<GpuTableView<'_>, HostTabl
     }
 }
 
-/// The recorded host GPU table of a snapshot ([`host_gpu_table`]; a snapshot with no GPU query
-/// has none).
-pub(crate) fn host_table(record: Option<&QueryRecord>) -> Result<GpuTableView<'_>, HostTableError> {
+/// The recorded host GPU table text of a snapshot ([`host_gpu_table`]; a snapshot with no GPU
+/// query has none). [`parse_table`] reads it.
+pub(crate) fn host_text(record: Option<&QueryRecord>) -> Result<TableText<'_>, HostTableError> {
     record.map_or_else(
         || {
             Err(HostTableError::Unavailable(
                 "no host GPU query was recorded".to_owned(),
             ))
         },
-        host_gpu_table_view,
+        table_text,
     )
+}
+
+/// The host GPU table of [`host_text`]'s rows.
+pub(crate) fn parse_table<'a>(
+    text: &'a Result<TableText<'a>, HostTableError>,
+) -> Result<GpuTableView<'a>, HostTableError> {
+    match text {
+        Ok(text) => GpuTableView::parse(&text.rows)
+            .map_err(|err| HostTableError::Unavailable(err.to_string())),
+        Err(err) => Err(err.clone()),
+    }
 }
 
 /// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset", for messages.

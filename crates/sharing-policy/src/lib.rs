@@ -10,7 +10,10 @@ mod evidence;
 mod facts;
 mod finding;
 mod gpu;
+mod process;
 mod request;
+pub mod retry;
+mod served;
 mod start;
 mod text;
 
@@ -19,15 +22,20 @@ pub use code::Code;
 pub use commands::{DAEMON_PROBE, ReadOnlyCommand, probe_stdin};
 pub use evidence::Evidence;
 pub use facts::{
-    AccessFacts, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY,
-    EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText, PID_FILE_NAME,
-    PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, parse_pid,
+    AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
+    DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText,
+    PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, SCHEMA_V1,
+    V2_ONLY_FIELDS, parse_pid, schema_field_error,
 };
 pub use finding::{Finding, Rejection};
-pub use gpu::{HostTableError, host_gpu_table, index_order_trusted};
+pub use gpu::{GPU_QUERY_ARGS, HostTableError, host_gpu_table, index_order_trusted};
+pub use process::{
+    CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
+};
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
+pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use start::start_command;
-pub use text::shell_quote;
+pub use text::{quote_name, shell_quote};
 
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an
 /// `AF_UNIX` `sun_path` holds 108 bytes including the terminating NUL.
@@ -75,7 +83,21 @@ pub fn validate(request: &Request, facts: &HostFacts) -> Result<Evidence, Reject
     if request.mode.is_none() {
         return Ok(ambient::evidence(request, facts));
     }
-    assess::explicit(request, facts, Wanted::First).map_err(|unmet| unmet.first.into())
+    assess::explicit(request, facts, Wanted::First)
+        .map(|(evidence, _)| evidence)
+        .map_err(|unmet| unmet.first.into())
+}
+
+/// What could not be verified for a request that [`validate`] accepts, as findings that say
+/// how to verify each (for `doctor`'s warnings). Their codes are the evidence's `unverified`
+/// list, in order. Empty when the request is rejected, when it is null, and under
+/// `require_verified` (where each would have been a rejection).
+pub fn warnings(request: &Request, facts: &HostFacts) -> Vec<Finding> {
+    if request.mode.is_none() {
+        return Vec::new();
+    }
+    assess::explicit(request, facts, Wanted::All)
+        .map_or_else(|_| Vec::new(), |(_, warnings)| warnings)
 }
 
 /// Every unmet prerequisite of the request, in the order [`validate`] checks them (its first

@@ -21,6 +21,10 @@ pub struct Request {
     pub world_size: i64,
     /// Backends that support process sharing (default: `mjwarp`).
     pub supported_backends: Vec<String>,
+    /// Whether a prerequisite that could not be observed is a rejection (`--require-verified`)
+    /// rather than an entry in the evidence's `unverified` list.
+    #[serde(default)]
+    pub require_verified: bool,
 }
 
 impl Request {
@@ -39,6 +43,7 @@ impl Request {
             rank: 0,
             world_size: 1,
             supported_backends: vec![DEFAULT_SUPPORTED_BACKEND.to_owned()],
+            require_verified: false,
         }
     }
 }

@@ -75,6 +75,42 @@ fn push_escape(out: &mut String, ch: char) {
     }
 }
 
+/// Quotes a name that may not be UTF-8 (a file name, a pipe directory) for a one-line message:
+/// Python's `repr` of its text when it is UTF-8; otherwise single-quoted with the same escapes and
+/// each byte that is not UTF-8 written `\xNN`. Newlines, control characters and quotes are
+/// escaped, so the name can neither break the line nor pass for another message; a backslash
+/// is doubled, so a `\xNN` spelled in the name itself stays distinct.
+///
+/// ```
+/// use sharing_policy::quote_name;
+/// assert_eq!(quote_name(b"run.json"), "'run.json'");
+/// assert_eq!(quote_name(b"a\nerror: forged"), r"'a\nerror: forged'");
+/// assert_eq!(quote_name(b"caf\xc3\xa9 \xff.json"), r"'café \xff.json'");
+/// assert_eq!(quote_name(br"a\xff"), r"'a\\xff'");
+/// assert_eq!(quote_name(b"it's\xff"), r"'it\'s\xff'");
+/// ```
+pub fn quote_name(bytes: &[u8]) -> String {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return repr(text);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    out.push('\'');
+    for chunk in bytes.utf8_chunks() {
+        for ch in chunk.valid().chars() {
+            if ch == '\'' || ch == '\\' || ch.is_control() {
+                push_escape(&mut out, ch);
+            } else {
+                out.push(ch);
+            }
+        }
+        for byte in chunk.invalid() {
+            let _ = write!(out, "\\x{byte:02x}");
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Quotes `word` for a POSIX shell, the way Python's `shlex.quote` does: a word made only of
 /// `A-Za-z0-9_@%+=:,./-` is left as it is; anything else (including the empty word) is wrapped
 /// in single quotes, with each `'` written as `'"'"'`. The result always reads back as exactly

@@ -68,6 +68,11 @@ pub(crate) struct Daemon {
 impl Daemon {
     /// Starts a daemon in fresh short temp dirs under `/tmp`.
     pub(crate) fn start(binary: &Path) -> Self {
+        Self::start_scoped(binary, None)
+    }
+
+    /// [`Self::start`] with the daemon's `CUDA_VISIBLE_DEVICES` (its GPU scope) set to `mask`.
+    pub(crate) fn start_scoped(binary: &Path, mask: Option<&str>) -> Self {
         let make = |prefix: &str| {
             tempfile::Builder::new()
                 .prefix(prefix)
@@ -75,16 +80,18 @@ impl Daemon {
                 .unwrap()
                 .keep()
         };
-        Self::start_in(binary, make("mpsp"), make("mpsl"), make("mpsb"))
+        Self::start_with(binary, make("mpsp"), make("mpsl"), make("mpsb"), mask)
     }
 
-    /// Starts a daemon with the given (fresh) directories, which are removed on drop. The pipe
+    /// Starts a daemon with the given (fresh) directories, which are removed on drop, and
+    /// `CUDA_VISIBLE_DEVICES=mask` in its environment when given (unset otherwise). The pipe
     /// directory must already exist.
-    pub(crate) fn start_in(
+    pub(crate) fn start_with(
         binary: &Path,
         pipe_dir: PathBuf,
         log_dir: PathBuf,
         bin_dir: PathBuf,
+        mask: Option<&str>,
     ) -> Self {
         assert!(
             pipe_dir.join("control").as_os_str().len() < 108,
@@ -96,7 +103,12 @@ impl Daemon {
             clippy::disallowed_methods,
             reason = "test harness: starts the real daemon"
         )]
-        let status = Command::new(binary)
+        let mut command = Command::new(binary);
+        match mask {
+            Some(mask) => command.env("CUDA_VISIBLE_DEVICES", mask),
+            None => command.env_remove("CUDA_VISIBLE_DEVICES"),
+        };
+        let status = command
             .arg("-d")
             .env("CUDA_MPS_PIPE_DIRECTORY", &pipe_dir)
             .env("CUDA_MPS_LOG_DIRECTORY", &log_dir)

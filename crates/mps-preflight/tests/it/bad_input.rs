@@ -19,8 +19,32 @@ fn unreadable_snapshots_exit_2() {
     old["schema"] = "mps-preflight/host-facts/v0".into();
     write("v0.json", old.to_string().as_bytes());
     let mut future = bare_snapshot();
-    future["schema"] = "mps-preflight/host-facts/v2".into();
-    write("v2.json", future.to_string().as_bytes());
+    future["schema"] = "mps-preflight/host-facts/v3".into();
+    write("v3.json", future.to_string().as_bytes());
+    // Issue 15 part 4: each schema knows exactly its own fields.
+    let mut mig = bare_snapshot();
+    mig["gpu_is_mig_slice"] = true.into();
+    write("v1-unknown-top-level.json", mig.to_string().as_bytes());
+    let mut nested = bare_snapshot();
+    nested["daemon_query"] = serde_json::json!({
+        "program": "nvidia-cuda-mps-control", "args": [], "stdin": "", "env": {},
+        "timeout_ms": 5000, "elapsed_ms": 3, "daemon_is_multiuser": true,
+        "outcome": {"status": "spawn_failed", "error": "x"}
+    });
+    write(
+        "v1-unknown-in-daemon-query.json",
+        nested.to_string().as_bytes(),
+    );
+    let mut v2_field = bare_snapshot();
+    v2_field["caller"] = serde_json::json!({"uid": 0, "euid": 0});
+    write("v1-with-v2-field.json", v2_field.to_string().as_bytes());
+    let mut v2_unknown = bare_snapshot();
+    v2_unknown["schema"] = "mps-preflight/host-facts/v2".into();
+    v2_unknown["caller"] = serde_json::json!({"uid": 0, "euid": 0, "groups": []});
+    write(
+        "v2-unknown-in-caller.json",
+        v2_unknown.to_string().as_bytes(),
+    );
     let mut wrong_type = bare_snapshot();
     wrong_type["schema"] = 1.into();
     write("schema-number.json", wrong_type.to_string().as_bytes());
@@ -47,7 +71,11 @@ fn unreadable_snapshots_exit_2() {
         "array.json",
         "no-schema.json",
         "v0.json",
-        "v2.json",
+        "v3.json",
+        "v1-unknown-top-level.json",
+        "v1-unknown-in-daemon-query.json",
+        "v1-with-v2-field.json",
+        "v2-unknown-in-caller.json",
         "schema-number.json",
         "broken.json",
         "dir.json",

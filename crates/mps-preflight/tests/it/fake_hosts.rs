@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::support::{FakeHost, GPU0, GPU1, MPS_REQUEST, args, not_utf8};
+use crate::support::{FakeHost, GPU0, GPU1, MPS_REQUEST, NO_SUCH_PID_LINE, args, not_utf8};
 
 /// The requests every fake host is probed with.
 fn requests() -> Vec<Vec<&'static str>> {
@@ -81,7 +81,7 @@ fn hosts() -> Vec<(&'static str, FakeHost, Option<u32>)> {
     let mut out = Vec::new();
 
     let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("4242\n").socket();
+    host.one_gpu().daemon_answers(NO_SUCH_PID_LINE).socket();
     let pid = host.live_daemon_pid();
     out.push(("healthy-socket-with-server", host, Some(pid)));
 
@@ -228,7 +228,9 @@ fn probe_equals_check_of_capture() {
 
             if probe.code == 0 {
                 let evidence = probe.json(&what);
-                assert_eq!(evidence.as_object().unwrap().len(), 16, "{what}");
+                assert_eq!(evidence.as_object().unwrap().len(), 24, "{what}");
+                let host_name = mps_host::read_host_name().to_string_lossy();
+                assert_eq!(evidence["host_name"], host_name.as_str(), "{what}");
             } else {
                 probe.assert_rejected(&what);
             }
@@ -253,7 +255,7 @@ fn capture_prints_a_snapshot() {
         .env("CUDA_VISIBLE_DEVICES", not_utf8("0,"));
     let run = host.run(&["capture"]);
     let snapshot = run.json("capture");
-    assert_eq!(snapshot["schema"], crate::support::SCHEMA);
+    assert_eq!(snapshot["schema"], "mps-preflight/host-facts/v2");
     assert!(run.stdout.starts_with("{\n  \"schema\""), "{}", run.stdout);
     assert_eq!(
         snapshot["env"]["cuda_visible_devices"]["non_utf8_bytes"],

@@ -4,11 +4,13 @@ use std::fmt::Write as _;
 
 use crate::support::{FakeHost, GPU0, MPS_REQUEST, args, fixtures_dir};
 
-/// The explicit request, the same with the learner's UUID supplied, and the null request.
-fn requests() -> [Vec<&'static str>; 3] {
+/// The explicit request, the same with the learner's UUID supplied, the same with
+/// `--require-verified`, and the null request.
+fn requests() -> [Vec<&'static str>; 4] {
     [
         MPS_REQUEST.to_vec(),
         [&MPS_REQUEST[..], &["--learner-uuid", GPU0]].concat(),
+        [&MPS_REQUEST[..], &["--require-verified"]].concat(),
         MPS_REQUEST[2..].to_vec(),
     ]
 }
@@ -71,7 +73,23 @@ fn check_and_doctor_on_every_fixture() {
                 .iter()
                 .map(|f| f["code"].as_str().unwrap())
                 .collect();
-            let _ = writeln!(transcript, "=== doctor: {}", codes.join(", "));
+            let warnings: Vec<&str> = report["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["code"].as_str().unwrap())
+                .collect();
+            let _ = writeln!(
+                transcript,
+                "=== doctor: {}; warnings: {}",
+                codes.join(", "),
+                warnings.join(", ")
+            );
+            // Every unverified prerequisite of validated evidence is a doctor warning.
+            if let Some(unverified) = report["evidence"]["unverified"].as_array() {
+                let listed: Vec<&str> = unverified.iter().map(|c| c.as_str().unwrap()).collect();
+                assert_eq!(listed, warnings, "{name}");
+            }
         }
         insta::assert_snapshot!(format!("check on {name}"), transcript);
     }

@@ -29,6 +29,15 @@ const HOSTILE: &[&str] = &[
     "-rf",
 ];
 
+/// The hostile names whose suggested commands are pasted and run. A name with a control
+/// character (`a\nb`) is escaped in the one-line message instead (issue 15): see
+/// `a_name_with_a_newline_stays_on_one_error_line`.
+fn pasteable() -> impl Iterator<Item = &'static &'static str> {
+    HOSTILE
+        .iter()
+        .filter(|name| !name.chars().any(char::is_control))
+}
+
 /// Every path below `root` (relative, links not followed).
 fn tree(root: &Path) -> BTreeSet<PathBuf> {
     let mut found = BTreeSet::new();
@@ -169,7 +178,7 @@ fn check_start_command(
 #[test]
 fn the_start_command_for_a_missing_pipe_creates_only_its_directories() {
     let recorder = Recorder::new();
-    for (number, name) in HOSTILE.iter().enumerate() {
+    for (number, name) in pasteable().enumerate() {
         let mut host = FakeHost::new();
         host.one_gpu().daemon_gone();
         let sandbox = host.root().join("sandbox");
@@ -194,7 +203,7 @@ fn the_start_command_for_a_missing_pipe_creates_only_its_directories() {
 #[test]
 fn the_start_command_beside_a_stale_or_wrong_pipe_creates_only_the_log_directory() {
     let recorder = Recorder::new();
-    for name in HOSTILE {
+    for name in pasteable() {
         for stale in [true, false] {
             let mut host = FakeHost::with_pipe_name(OsStr::new(name));
             host.one_gpu().daemon_gone();
@@ -219,7 +228,7 @@ fn the_start_command_beside_a_stale_or_wrong_pipe_creates_only_the_log_directory
 #[test]
 fn the_check_by_hand_command_asks_the_hostile_directory_and_creates_nothing() {
     let recorder = Recorder::new();
-    for name in HOSTILE {
+    for name in pasteable() {
         let mut host = FakeHost::with_pipe_name(OsStr::new(name));
         host.one_gpu()
             .socket()
@@ -240,5 +249,25 @@ fn the_check_by_hand_command_asks_the_hostile_directory_and_creates_nothing() {
             "{command}"
         );
         assert_eq!(tree(host.root()), before, "{command}");
+    }
+}
+
+/// A pipe directory named `a\n<forged error line>`: the rejection stays one `error:` line, the
+/// newline written `\n`, in every message that names it.
+#[test]
+fn a_name_with_a_newline_stays_on_one_error_line() {
+    for marker in [
+        "Start a control daemon with: ",
+        "Verify the daemon and retry: ",
+    ] {
+        let mut host = FakeHost::with_pipe_name(OsStr::new("a\nerror: forged"));
+        host.one_gpu().daemon_gone();
+        if marker.starts_with("Verify") {
+            host.socket();
+        }
+        let run = host.run(&args("probe", &MPS_REQUEST, &[]));
+        run.assert_rejected(marker);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.render());
+        assert!(run.stderr.contains(r"a\nerror: forged"), "{}", run.render());
     }
 }

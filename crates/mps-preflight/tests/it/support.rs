@@ -11,6 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::RwLock;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mps-preflight");
+/// A server PID line for a fake daemon: above Linux's largest `pid_max` (2^22), so the probe's
+/// `/proc/<pid>` reads find no process, whatever runs on this machine.
+pub(crate) const NO_SUCH_PID_LINE: &str = "4194399\n";
+
 pub(crate) const SCHEMA: &str = "mps-preflight/host-facts/v1";
 
 /// GPU UUIDs of the fake hosts (from notes/visibility.md's example tables).
@@ -244,11 +248,17 @@ impl FakeHost {
         self
     }
 
-    /// `nvidia-smi` listing `rows` (`index, uuid, name, pci.bus_id` lines).
+    /// `nvidia-smi` listing `rows` (`index, uuid, name, pci.bus_id` lines), each GPU in the
+    /// `Default` compute mode of driver 550.163.01 (the probe's query asks for those first).
     pub(crate) fn gpus(&mut self, rows: &[&str]) -> &mut Self {
-        let text = rows
-            .iter()
-            .fold(String::new(), |text, row| text + row + "\n");
+        self.gpus_in_mode("Default", rows)
+    }
+
+    /// [`Self::gpus`] with every GPU in compute mode `mode`.
+    pub(crate) fn gpus_in_mode(&mut self, mode: &str, rows: &[&str]) -> &mut Self {
+        let text = rows.iter().fold(String::new(), |text, row| {
+            text + mode + ", 550.163.01, " + row + "\n"
+        });
         self.tool("nvidia-smi", &text, "", 0)
     }
 
@@ -340,13 +350,18 @@ impl FakeHost {
 
     /// The same, with arguments that need not be UTF-8.
     pub(crate) fn run_os(&self, args: &[&OsStr]) -> Run {
+        finish(&mut self.command(args))
+    }
+
+    /// The binary with `args` in this host's environment, not yet started.
+    pub(crate) fn command<A: AsRef<OsStr>>(&self, args: &[A]) -> Command {
         let mut command = Command::new(BIN);
         command
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(self.dir.path())
             .args(args);
-        finish(&mut command)
+        command
     }
 
     /// Runs the binary as `nobody` (UID and GID 65534, no groups) through `setpriv`, with a copy
@@ -384,9 +399,15 @@ impl FakeHost {
         Some(finish(&mut command))
     }
 
-    /// Replaces this host's temp paths (and `pid`, when given) with stable names, for snapshots.
+    /// Replaces this host's temp paths, the machine's host name (as a JSON `host_name` value)
+    /// and `pid`, when given, with stable names, for snapshots.
     pub(crate) fn redact(&self, text: &str, pid: Option<u32>) -> String {
         let mut text = text.replace(&self.dir.path().display().to_string(), "[HOST]");
+        let host_name = serde_json::Value::from(mps_host::read_host_name().to_string_lossy());
+        text = text.replace(
+            &format!("\"host_name\": {host_name}"),
+            "\"host_name\": \"[HOST_NAME]\"",
+        );
         if let Some(pid) = pid {
             text = text.replace(&pid.to_string(), "[DAEMON_PID]");
         }

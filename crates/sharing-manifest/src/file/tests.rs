@@ -26,6 +26,14 @@ fn evidence() -> Evidence {
         server_pid: None,
         ambient_server: false,
         daemon_pid: Some(7),
+        caller_uid: None,
+        server_uids: vec![],
+        daemon_visible_devices: None,
+        daemon_multiuser: None,
+        compute_mode: None,
+        driver_version: None,
+        unverified: vec![],
+        host_name: None,
     }
 }
 
@@ -76,7 +84,7 @@ fn keeps_every_other_key_and_the_key_order() {
     assert_eq!(value["alpha"], json!({"nested": [1, 2.5, null]}));
     assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
     assert!(text.ends_with("}\n"));
-    assert_eq!(entries(dir.path()), ["run.json"]);
+    assert_eq!(entries(dir.path()), ["run.json", "run.json.lock"]);
 }
 
 #[test]
@@ -102,7 +110,8 @@ fn creates_a_missing_manifest() {
         value,
         json!({MANIFEST_KEY: evidence_to_json(&evidence()), MANIFEST_SCHEMA_KEY: EVIDENCE_SCHEMA})
     );
-    assert_eq!(entries(dir.path()), ["new.json"]);
+    // The lock file stays (issue 15: it is never removed); no temp file does.
+    assert_eq!(entries(dir.path()), ["new.json", "new.json.lock"]);
 }
 
 #[test]
@@ -149,7 +158,7 @@ fn refused_manifests_are_left_byte_for_byte_untouched() {
         );
         assert_eq!(
             entries(dir.path()),
-            [format!("{name}.json")],
+            [format!("{name}.json"), format!("{name}.json.lock")],
             "{name} left a temp file"
         );
         messages.push(message(&err, dir.path()));
@@ -163,7 +172,7 @@ fn a_read_only_manifest_is_refused() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
     let err = record_in_manifest(&path, &evidence()).unwrap_err();
     assert_eq!(fs::read(&path).unwrap(), b"{\"a\": 1}");
-    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/run.json: not writable by this user (mode 0444 grants no write permission)");
+    insta::assert_snapshot!(message(&err, dir.path()), @"'[DIR]/run.json': not writable by this user (mode 0444 grants no write permission)");
 }
 
 #[test]
@@ -179,7 +188,7 @@ fn a_symlink_is_refused_and_its_target_untouched() {
             .file_type()
             .is_symlink()
     );
-    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/link.json: is a symbolic link to [DIR]/real.json; pass the path of the file itself");
+    insta::assert_snapshot!(message(&err, dir.path()), @"'[DIR]/link.json': is a symbolic link to '[DIR]/real.json'; pass the path of the file itself");
     // A dangling link is refused too, rather than created through.
     let dangling = dir.path().join("dangling.json");
     std::os::unix::fs::symlink(dir.path().join("nowhere.json"), &dangling).unwrap();
@@ -242,7 +251,7 @@ fn an_oversized_file_is_refused_unread() {
     file.set_len(MAX_FILE_BYTES + 1).unwrap(); // sparse: no 16 MiB written
     let err = record_in_manifest(&path, &evidence()).unwrap_err();
     assert_eq!(fs::metadata(&path).unwrap().len(), MAX_FILE_BYTES + 1);
-    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/big.json: is 16777217 bytes, over the 16777216-byte limit for a JSON file here");
+    insta::assert_snapshot!(message(&err, dir.path()), @"'[DIR]/big.json': is 16777217 bytes, over the 16777216-byte limit for a JSON file here");
     assert!(matches!(
         read_json_file(&path),
         Err(ManifestError::TooLarge { .. })
@@ -259,7 +268,7 @@ fn read_json_file_reads_any_json_and_names_missing_files() {
     let (dir, path) = setup("a.json", b"[1]");
     assert_eq!(read_json_file(&path).unwrap(), json!([1]));
     let err = read_json_file(&dir.path().join("missing.json")).unwrap_err();
-    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/missing.json: cannot read: No such file or directory (os error 2)");
+    insta::assert_snapshot!(message(&err, dir.path()), @"'[DIR]/missing.json': cannot read: No such file or directory (os error 2)");
 }
 
 #[test]
@@ -305,7 +314,7 @@ fn a_path_that_cannot_be_inspected_is_an_error_not_a_new_manifest() {
         ),
         "{err:?}"
     );
-    insta::assert_snapshot!(message(&err, dir.path()), @"[DIR]/file.json/manifest.json: cannot inspect: Not a directory (os error 20)");
+    insta::assert_snapshot!(message(&err, dir.path()), @"'[DIR]/file.json/manifest.json': cannot inspect: Not a directory (os error 20)");
     assert_eq!(fs::read(&file).unwrap(), b"{}");
 }
 

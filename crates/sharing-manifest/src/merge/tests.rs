@@ -22,6 +22,22 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         server_pid: Some(500),
         ambient_server: false,
         daemon_pid: Some(100),
+        caller_uid: None,
+        server_uids: vec![],
+        daemon_visible_devices: None,
+        daemon_multiuser: None,
+        compute_mode: None,
+        driver_version: None,
+        unverified: vec![],
+        host_name: None,
+    }
+}
+
+/// `rank(rank, world_size)` recorded on host `name`.
+fn on_host(name: &str, rank_: i64, world_size: i64) -> Evidence {
+    Evidence {
+        host_name: Some(name.to_owned()),
+        ..rank(rank_, world_size)
     }
 }
 
@@ -145,11 +161,12 @@ fn mode_problems() {
     ambient.effective = None;
     ambient.validated = false;
     let mut other = rank(2, 3);
-    other.effective = None;
+    other.effective = None; // and still validated: that contradicts itself (issue 15)
     let report = merge(&inputs(&[rank(0, 3), ambient, other]));
     assert_eq!(
         codes(&report),
         [
+            "contradictory-evidence",
             "configured-mismatch",
             "effective-mismatch",
             "validated-mismatch"
@@ -181,6 +198,34 @@ fn host_problems() {
 }
 
 #[test]
+fn ranks_of_one_daemon_agree_on_its_identity() {
+    let mut scoped = rank(0, 3);
+    scoped.daemon_visible_devices = Some("GPU-8932f937".to_owned());
+    let mut unknown = rank(1, 3); // could not read the daemon's environment: no disagreement
+    unknown.daemon_visible_devices = None;
+    let mut same = rank(2, 3);
+    same.daemon_visible_devices = Some("GPU-8932f937".to_owned());
+    let report = merge(&inputs(&[scoped.clone(), unknown.clone(), same.clone()]));
+    assert!(report.is_consistent(), "{}", render(&report));
+
+    let mut other = same.clone();
+    other.daemon_visible_devices = Some("GPU-5a88edbe".to_owned());
+    let report = merge(&inputs(&[scoped.clone(), unknown.clone(), other]));
+    assert_eq!(codes(&report), ["daemon-identity-mismatch"]);
+    assert!(
+        render(&report).contains("GPU-5a88edbe"),
+        "{}",
+        render(&report)
+    );
+
+    let mut multiuser = same;
+    multiuser.daemon_multiuser = Some(true);
+    scoped.daemon_multiuser = Some(false);
+    let report = merge(&inputs(&[scoped, unknown, multiuser]));
+    assert_eq!(codes(&report), ["daemon-identity-mismatch"]);
+}
+
+#[test]
 fn separate_pipe_directories_are_separate_daemons() {
     let mut other = rank(1, 2);
     other.pipe_directory = Some("/run/mps-gpu1".to_owned());
@@ -189,6 +234,47 @@ fn separate_pipe_directories_are_separate_daemons() {
     other.server_pid = Some(600);
     let report = merge(&inputs(&[rank(0, 2), other]));
     assert!(report.is_consistent(), "{}", render(&report));
+}
+
+#[test]
+fn ranks_on_different_hosts_may_see_different_daemons() {
+    let mut b0 = on_host("node-b", 2, 4);
+    b0.daemon_pid = Some(200);
+    b0.server_pid = Some(600);
+    let b1 = Evidence {
+        rank: 3,
+        ..b0.clone()
+    };
+    let report = merge(&inputs(&[
+        on_host("node-a", 0, 4),
+        on_host("node-a", 1, 4),
+        b0,
+        b1,
+    ]));
+    assert!(report.is_consistent(), "{}", render(&report));
+}
+
+#[test]
+fn one_host_is_still_checked_among_others() {
+    let mut restarted = on_host("node-b", 2, 3);
+    restarted.daemon_pid = Some(101);
+    let report = merge(&inputs(&[
+        on_host("node-a", 0, 3),
+        on_host("node-b", 1, 3),
+        restarted,
+    ]));
+    insta::assert_snapshot!(render(&report), @"daemon-mismatch: ranks on host 'node-b' using pipe directory '/run/mps' saw different control daemons (the daemon restarted between probes, or these ranks ran on different hosts with the same pipe directory): daemon_pid 100 in 'rank1.json'; daemon_pid 101 in 'rank2.json'");
+    assert_eq!(report.findings[0].sources, ["rank1.json", "rank2.json"]);
+}
+
+#[test]
+fn evidence_without_a_host_name_is_a_host_of_its_own() {
+    let mut unnamed = rank(1, 2);
+    unnamed.daemon_pid = Some(200);
+    let report = merge(&inputs(&[on_host("node-a", 0, 2), unnamed.clone()]));
+    assert!(report.is_consistent(), "{}", render(&report));
+    let both_unnamed = merge(&inputs(&[rank(0, 2), unnamed]));
+    assert_eq!(codes(&both_unnamed), ["daemon-mismatch"]);
 }
 
 #[test]
@@ -255,4 +341,73 @@ fn disagreeing_ranks_leave_the_run_values_null() {
     assert_eq!(json["configured"], "mps");
     assert_eq!(json["effective"], "mps");
     assert_eq!(json["validated"], true);
+}
+
+#[test]
+fn evidence_that_contradicts_itself_is_named_by_file() {
+    let mut two_gpus = rank(0, 4);
+    two_gpus.collector_gpu_uuid = Some("OTHER".to_owned());
+    let mut null_mode = rank(1, 4);
+    null_mode.configured = None;
+    null_mode.effective = None;
+    let mut no_uuid = rank(2, 4);
+    no_uuid.learner_gpu_uuid = None;
+    let mut honest_ambient = rank(3, 4);
+    honest_ambient.configured = None;
+    honest_ambient.effective = None;
+    honest_ambient.validated = false;
+    honest_ambient.collector_gpu_uuid = Some("OTHER".to_owned());
+    let report = merge(&inputs(&[two_gpus, null_mode, no_uuid, honest_ambient]));
+    let contradictions: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|finding| finding.code == MergeCode::ContradictoryEvidence)
+        .map(ToString::to_string)
+        .collect();
+    insta::assert_snapshot!(contradictions.join("\n"), @r#"
+    contradictory-evidence: 'rank0.json' contradicts itself: validated is true but the learner's GPU "UUID0" and the collector's GPU "OTHER" differ; the validator never writes that, so this evidence cannot be trusted
+    contradictory-evidence: 'rank1.json' contradicts itself: validated is true but configured is null, not "mps"; the validator never writes that, so this evidence cannot be trusted
+    contradictory-evidence: 'rank2.json' contradicts itself: validated is true but a GPU UUID is missing; the validator never writes that, so this evidence cannot be trusted
+    "#);
+}
+
+#[test]
+fn spellings_of_one_pipe_directory_are_one_daemon() {
+    let mut ranks = Vec::new();
+    for (index, spelling) in ["/run/mps", "/run/mps/", "//run/mps", "/run/./mps/."]
+        .iter()
+        .enumerate()
+    {
+        let mut evidence = rank(i64::try_from(index).unwrap(), 4);
+        evidence.pipe_directory = Some((*spelling).to_owned());
+        evidence.pipe_directory_env = Some((*spelling).to_owned());
+        let sep = if spelling.ends_with('/') { "" } else { "/" };
+        evidence.control_pipe = Some(format!("{spelling}{sep}control"));
+        ranks.push(evidence);
+    }
+    assert!(
+        merge(&inputs(&ranks)).is_consistent(),
+        "{}",
+        render(&merge(&inputs(&ranks)))
+    );
+    ranks[3].server_pid = Some(501);
+    let report = merge(&inputs(&ranks));
+    assert_eq!(codes(&report), ["server-mismatch"]);
+    insta::assert_snapshot!(render(&report), @"server-mismatch: ranks using pipe directory '/run/mps' = '/run/mps/' = '//run/mps' = '/run/./mps/.' saw different MPS servers (one daemon runs one server per user: the server restarted, or the ranks ran as different users or on different hosts): server_pid 500 in 'rank0.json', 'rank1.json', 'rank2.json'; server_pid 501 in 'rank3.json'");
+    // A symbolic link is not resolved: another spelling that is not lexically the same stays apart.
+    ranks[3].pipe_directory = Some("/run/mps-link".to_owned());
+    ranks[3].control_pipe = Some("/run/mps-link/control".to_owned());
+    assert!(merge(&inputs(&ranks)).is_consistent());
+}
+
+#[test]
+fn hostile_file_names_stay_on_one_line() {
+    let evidence = evidence_to_json(&rank(5, 1));
+    let report = merge(&[("a\nerror: forged\u{1b}[2J'.json".to_owned(), evidence)]);
+    let text = render(&report);
+    assert_eq!(text.lines().count(), report.findings.len(), "{text}");
+    insta::assert_snapshot!(text, @r#"
+    rank-out-of-range: "a\nerror: forged\x1b[2J'.json" records rank 5, outside 0..1 (its world_size is 1)
+    missing-rank: world_size is 1 but no evidence was given for rank 0 (1 of 1 missing; 1 given)
+    "#);
 }

@@ -290,3 +290,28 @@ fn backend_names_compare_as_the_seed_lowercases_them() {
         Some(Code::UnsupportedBackend)
     );
 }
+
+#[test]
+fn the_host_name_is_carried_into_the_evidence_as_recorded() {
+    let mut facts = healthy();
+    assert_eq!(facts.host_name, None, "the fixture predates host_name");
+    // host_name is a v2 field: a v1 snapshot holding it is refused.
+    facts.schema = sharing_policy::SCHEMA.to_owned();
+    let explicit = mps("cuda:0", Some("cuda:0"));
+    let null = ambient("cuda:0", Some("cuda:0"));
+    let cpu = ambient("cpu", None);
+    for request in [&explicit, &null, &cpu] {
+        assert_eq!(validate(request, &facts).unwrap().host_name, None);
+    }
+    facts.host_name = Some(OsText::from("gpu-node-07"));
+    for request in [&explicit, &null, &cpu] {
+        let evidence = validate(request, &facts).unwrap();
+        assert_eq!(evidence.host_name.as_deref(), Some("gpu-node-07"));
+    }
+    facts.host_name = Some(OsText::from_bytes(b"node\xff".to_vec()));
+    let evidence = validate(&explicit, &facts).unwrap();
+    assert_eq!(evidence.host_name.as_deref(), Some("node\u{fffd}"));
+    // A snapshot of another schema is not interpreted at all, host name included.
+    facts.schema = "mps-preflight/host-facts/v0".to_owned();
+    assert_eq!(validate(&null, &facts).unwrap().host_name, None);
+}

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use sharing_policy::{
-    AccessFacts, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, FileFacts, FileKind,
-    GPU_QUERY_PROGRAM, HostFacts, OsText, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord,
-    SCHEMA, probe_stdin,
+    AccessFacts, CallerFacts, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearch,
+    DaemonSearchMethod, EnvFacts, FileFacts, FileKind, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM,
+    HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome, QueryRecord, SCHEMA,
+    SCHEMA_V1, probe_stdin,
 };
 
 pub(crate) const H100_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
@@ -79,6 +80,7 @@ pub(crate) fn gpu_query(outcome: QueryOutcome) -> QueryRecord {
         timeout_ms: 5000,
         elapsed_ms: 41,
         outcome,
+        earlier_attempts: Vec::new(),
     }
 }
 
@@ -100,6 +102,7 @@ pub(crate) fn daemon_query(env: &EnvFacts, outcome: QueryOutcome) -> QueryRecord
         timeout_ms: 5000,
         elapsed_ms,
         outcome,
+        earlier_attempts: Vec::new(),
     }
 }
 
@@ -186,15 +189,209 @@ fn no_pid_file(env: &EnvFacts, error: &str) -> PidFileFacts {
 /// A healthy host: the GPU table `smi`, a live socket, a daemon answering `answer`, a 550 pid file.
 pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
     HostFacts {
-        schema: SCHEMA.to_owned(),
+        schema: SCHEMA_V1.to_owned(),
         os: "linux".to_owned(),
         gpu_query: Some(gpu_query(exited(0, smi, ""))),
         control_pipe: Some(live_socket(&env)),
         daemon_query: Some(daemon_query(&env, exited(0, answer, ""))),
         pid_file: Some(pid_file(&env, "2718", true)),
         learner_uuid: None,
+        caller: None,
+        server_processes: None,
+        daemon_process: None,
+        host_name: None,
         env,
     }
+}
+
+/// A v2 GPU query: each row of `smi` with its compute mode and driver version first.
+pub(crate) fn gpu_query_v2(smi: &str, mode: &str) -> QueryRecord {
+    let mut rows = String::new();
+    for row in smi.lines() {
+        rows.push_str(&[mode, ", 550.163.01, ", row.trim_start(), "\n"].concat());
+    }
+    let mut record = gpu_query(exited(0, &rows, ""));
+    record.args = GPU_QUERY_ARGS.iter().map(|a| (*a).to_owned()).collect();
+    record
+}
+
+/// A process as `/proc` shows it to root: `uid` in every `Uid:` field.
+pub(crate) fn process(pid: i64, uid: u32, comm: &str) -> ProcessFacts {
+    let mut process = ProcessFacts::new(pid);
+    process.status_uid = Some(format!("{uid}\t{uid}\t{uid}\t{uid}"));
+    process.comm = Some(comm.to_owned());
+    process
+}
+
+/// The control daemon's process (PID 2718, root's) started with `args` and `environ`.
+pub(crate) fn daemon_process(args: &[&str], environ: &[(&str, &str)]) -> ProcessFacts {
+    let mut daemon = process(2718, 0, "nvidia-cuda-mps");
+    daemon.cmdline = Some(
+        std::iter::once("nvidia-cuda-mps-control")
+            .chain(args.iter().copied())
+            .map(OsText::from)
+            .collect(),
+    );
+    daemon.environ = Some(
+        environ
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), OsText::from(*value)))
+            .collect(),
+    );
+    daemon
+}
+
+/// A search that found `processes` through the pid file (550+).
+pub(crate) fn by_pid_file(processes: Vec<ProcessFacts>) -> DaemonSearch {
+    DaemonSearch {
+        proc_root: OsText::from("/proc"),
+        method: DaemonSearchMethod::PidFile,
+        scanned: 0,
+        limit: 0,
+        stopped: None,
+        error: None,
+        processes,
+    }
+}
+
+/// A v2 host as root's probe records it (uid 1000 asking): two H100s in `mode`, a 550 pid file
+/// naming the daemon, the daemon answering `answer`, each listed server owned by `server_uid`,
+/// the daemon pinned to `H100_A` unless `daemon` says otherwise.
+pub(crate) fn served(answer: &str, server_uid: u32, mode: &str) -> HostFacts {
+    let mut facts = healthy(env(None, None, None, None), TWO_H100, answer);
+    SCHEMA.clone_into(&mut facts.schema);
+    facts.gpu_query = Some(gpu_query_v2(TWO_H100, mode));
+    facts.caller = Some(CallerFacts {
+        uid: 1000,
+        euid: 1000,
+    });
+    facts.server_processes = Some(
+        answer
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.parse().ok())
+            .map(|pid| process(pid, server_uid, "nvidia-cuda-mps"))
+            .collect(),
+    );
+    facts.daemon_process = Some(by_pid_file(vec![daemon_process(
+        &["-d"],
+        &[("CUDA_VISIBLE_DEVICES", H100_A)],
+    )]));
+    facts
+}
+
+/// The v2 fixtures: one per "served" rule and per unverified kind.
+#[allow(clippy::too_many_lines)]
+fn served_fixtures() -> Vec<(&'static str, HostFacts)> {
+    const EPERM_ENVIRON: &str = "Permission denied (os error 13)";
+    let mut out = Vec::new();
+    out.push((
+        "v2-served-validated",
+        served("100.0\n4428\n", 1000, "Exclusive_Process"),
+    ));
+    out.push((
+        "v2-server-of-another-user",
+        served("100.0\n4428\n", 1001, "Exclusive_Process"),
+    ));
+    let mut multiuser = served("100.0\n4428\n", 1001, "Exclusive_Process");
+    multiuser.daemon_process = Some(by_pid_file(vec![daemon_process(
+        &["-d", "-m"],
+        &[("CUDA_VISIBLE_DEVICES", H100_A)],
+    )]));
+    out.push(("v2-multiuser-daemon-other-user-server", multiuser));
+
+    let mut outside = served("100.0\n", 1000, "Default");
+    outside.daemon_process = Some(by_pid_file(vec![daemon_process(
+        &["-d"],
+        &[("CUDA_VISIBLE_DEVICES", H100_B)],
+    )]));
+    out.push(("v2-gpu-outside-daemon-scope", outside));
+
+    let mut remap = served("100.0\n", 1000, "Default");
+    remap.env.cuda_visible_devices = Some(OsText::from("1"));
+    remap.daemon_process = Some(by_pid_file(vec![daemon_process(
+        &["-d"],
+        &[("CUDA_VISIBLE_DEVICES", "0,1")],
+    )]));
+    out.push(("v2-daemon-index-mask-client-index", remap));
+
+    let mut mixed = served("100.0\n", 1000, "Default");
+    mixed.env.cuda_device_order = Some(OsText::from("PCI_BUS_ID"));
+    mixed.gpu_query = Some(gpu_query_v2(MIXED, "Default"));
+    mixed.daemon_process = Some(by_pid_file(vec![daemon_process(
+        &["-d"],
+        &[("CUDA_VISIBLE_DEVICES", "0")],
+    )]));
+    out.push(("v2-daemon-index-mask-mixed-models", mixed));
+
+    let mut unreadable = served("100.0\n", 1000, "Default");
+    let mut daemon = daemon_process(&["-d"], &[]);
+    daemon.environ = None;
+    daemon
+        .errors
+        .insert("environ".to_owned(), EPERM_ENVIRON.to_owned());
+    unreadable.daemon_process = Some(by_pid_file(vec![daemon]));
+    out.push(("v2-daemon-environ-unreadable", unreadable));
+
+    // A 535 driver: no pid file, so /proc was scanned; the daemon and its server both show as
+    // `nvidia-cuda-mps`.
+    let mut scan = served("100.0\n4428\n", 1000, "Default");
+    scan.pid_file = Some(no_pid_file(&scan.env, ENOENT));
+    let mut server = process(4428, 1000, "nvidia-cuda-mps");
+    server.cmdline = Some(vec![OsText::from("nvidia-cuda-mps-server")]);
+    server.environ = Some(BTreeMap::new());
+    scan.daemon_process = Some(DaemonSearch {
+        proc_root: OsText::from("/proc"),
+        method: DaemonSearchMethod::ProcScan,
+        scanned: 312,
+        limit: 65536,
+        stopped: None,
+        error: None,
+        processes: vec![
+            daemon_process(&["-d"], &[("CUDA_VISIBLE_DEVICES", H100_A)]),
+            server,
+        ],
+    });
+    out.push(("v2-proc-scan-535", scan));
+
+    // /proc mounted with hidepid=2: other users' processes are invisible.
+    let mut hidden = served("100.0\n4428\n", 1000, "Default");
+    hidden.pid_file = Some(no_pid_file(&hidden.env, ENOENT));
+    let mut server = ProcessFacts::new(4428);
+    for file in ["status", "comm"] {
+        server.errors.insert(file.to_owned(), ENOENT.to_owned());
+    }
+    hidden.server_processes = Some(vec![server]);
+    hidden.daemon_process = Some(DaemonSearch {
+        proc_root: OsText::from("/proc"),
+        method: DaemonSearchMethod::ProcScan,
+        scanned: 9,
+        limit: 65536,
+        stopped: None,
+        error: None,
+        processes: vec![],
+    });
+    out.push(("v2-hidepid", hidden));
+
+    out.push((
+        "v2-compute-mode-prohibited",
+        served("100.0\n", 1000, "Prohibited"),
+    ));
+    out.push((
+        "v2-compute-mode-exclusive-thread",
+        served("100.0\n", 1000, "Exclusive_Thread"),
+    ));
+    out.push((
+        "v2-compute-mode-not-reported",
+        served("100.0\n", 1000, "[N/A]"),
+    ));
+
+    // No control pipe, yet a daemon query through it answered (a null request must not
+    // report ambient sharing).
+    let mut no_pipe = served("100.0\n", 1000, "Default");
+    no_pipe.control_pipe = Some(missing_pipe(&no_pipe.env, Some(true)));
+    out.push(("v2-no-control-pipe-daemon-answers", no_pipe));
+    out
 }
 
 /// A host whose daemon is gone: `control` is `pipe`, the query finds no daemon (X1).
@@ -447,6 +644,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
     stale_pid.pid_file = Some(dead);
     out.push(("healthy-daemon-stale-pid-file", stale_pid));
 
+    out.extend(served_fixtures());
     out
 }
 

@@ -3,8 +3,9 @@
 use proptest::prelude::*;
 use proptest::sample::select;
 use sharing_policy::{
-    CapturedText, Code, FileKind, HostFacts, OsText, QueryOutcome, Request, SCHEMA, explain,
-    observes_host, validate,
+    CallerFacts, CapturedText, Code, DaemonSearch, DaemonSearchMethod, FileKind, GPU_QUERY_ARGS,
+    HostFacts, OsText, ProcessFacts, QueryOutcome, Request, SCHEMA, SCHEMA_V1, explain,
+    listed_server_pids, observes_host, validate,
 };
 
 use crate::hosts::{self, H100_A, H100_B, ONE_H100, TWO_H100};
@@ -162,13 +163,17 @@ fn plausible_request() -> impl Strategy<Value = Request> {
         select(vec!["cuda:0", "cuda", "cuda:00"]),
         select(vec!["mjwarp", " MJWarp "]),
         select(vec![(0, 1), (1, 2), (3, 4)]),
+        any::<bool>(),
     )
-        .prop_map(|(mode, learner, collector, backend, (rank, world_size))| {
-            let mut request = Request::new(Some(mode), learner, Some(collector), backend);
-            request.rank = rank;
-            request.world_size = world_size;
-            request
-        })
+        .prop_map(
+            |(mode, learner, collector, backend, (rank, world_size), strict)| {
+                let mut request = Request::new(Some(mode), learner, Some(collector), backend);
+                request.rank = rank;
+                request.world_size = world_size;
+                request.require_verified = strict;
+                request
+            },
+        )
 }
 
 fn arbitrary_request() -> impl Strategy<Value = Request> {
@@ -212,7 +217,7 @@ fn any_facts() -> impl Strategy<Value = HostFacts> {
         prop::option::weighted(0.15, select(vec!["linux", "macos", "windows", "Linux"])),
         prop::option::weighted(
             0.15,
-            select(vec![SCHEMA, "mps-preflight/host-facts/v0", ""]),
+            select(vec![SCHEMA, SCHEMA_V1, "mps-preflight/host-facts/v0", ""]),
         ),
         prop::option::weighted(0.15, any_os_text()),
         prop::option::weighted(
@@ -280,10 +285,10 @@ fn any_facts() -> impl Strategy<Value = HostFacts> {
                     set_pipe_directory(&mut facts, dir);
                 }
                 if let Some(smi) = smi {
-                    facts.gpu_query.as_mut().unwrap().outcome = exited(0, smi, "");
+                    set_v1_table(&mut facts, exited(0, smi, ""));
                 }
                 if let Some(outcome) = gpu_outcome {
-                    facts.gpu_query.as_mut().unwrap().outcome = outcome;
+                    set_v1_table(&mut facts, outcome);
                 }
                 if let Some((lstat, stat)) = kinds {
                     let pipe = facts.control_pipe.as_mut().unwrap();
@@ -313,6 +318,61 @@ fn any_facts() -> impl Strategy<Value = HostFacts> {
         )
 }
 
+/// The "served" invariants of validated evidence: nothing known forbids sharing, and
+/// `unverified: []` means every new fact was proven from the raw facts.
+fn assert_served(request: &Request, facts: &HostFacts, evidence: &sharing_policy::Evidence) {
+    assert!(
+        !matches!(
+            evidence.compute_mode.as_deref(),
+            Some("Prohibited" | "Exclusive_Thread")
+        ),
+        "{:?}",
+        evidence.compute_mode
+    );
+    if evidence
+        .server_uids
+        .iter()
+        .any(|uid| Some(*uid) != evidence.caller_uid)
+    {
+        assert_eq!(evidence.daemon_multiuser, Some(true));
+    }
+    if request.require_verified {
+        assert!(evidence.unverified.is_empty(), "{:?}", evidence.unverified);
+    }
+    if !evidence.unverified.is_empty() {
+        return;
+    }
+    assert_eq!(facts.schema, SCHEMA);
+    assert!(matches!(
+        evidence.compute_mode.as_deref(),
+        Some("Default" | "Exclusive_Process")
+    ));
+    let search = facts
+        .daemon_process
+        .as_ref()
+        .expect("the daemon was looked for");
+    let daemon = search
+        .processes
+        .iter()
+        .find(|p| Some(p.pid) == evidence.daemon_pid)
+        .expect("the daemon was identified");
+    let environ = daemon.environ.as_ref().expect("its scope was read");
+    assert_eq!(
+        environ
+            .get("CUDA_VISIBLE_DEVICES")
+            .map(OsText::to_string_lossy),
+        evidence.daemon_visible_devices
+    );
+    let caller = facts.caller.expect("the caller was recorded");
+    assert_eq!(evidence.caller_uid, Some(caller.euid));
+    let pipe = facts.env.effective_pipe_directory();
+    let listed = listed_server_pids(facts.daemon_query.as_ref().unwrap(), &pipe);
+    if evidence.daemon_multiuser != Some(true) {
+        assert_eq!(evidence.server_uids.len(), listed.len());
+        assert!(evidence.server_uids.iter().all(|uid| *uid == caller.euid));
+    }
+}
+
 /// Every invariant a validated explicit request must satisfy, checked against the raw facts.
 fn assert_invariants(request: &Request, facts: &HostFacts) {
     let Ok(evidence) = validate(request, facts) else {
@@ -334,7 +394,8 @@ fn assert_invariants(request: &Request, facts: &HostFacts) {
     assert_eq!(evidence.configured.as_deref(), Some("mps"));
     assert_eq!(evidence.effective.as_deref(), Some("mps"));
     assert!(!evidence.ambient_server);
-    assert_eq!(facts.schema, SCHEMA);
+    assert!(facts.schema == SCHEMA || facts.schema == SCHEMA_V1);
+    assert_served(request, facts, &evidence);
     let backend = request.backend.trim().to_lowercase();
     assert!(
         request
@@ -505,7 +566,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                     &[
                         "",
                         "mps-preflight/host-facts/v0",
-                        "mps-preflight/host-facts/v2",
+                        "mps-preflight/host-facts/v3",
                     ],
                     s,
                 )
@@ -589,7 +650,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                     },
                     _ => exited(0, "No devices were found\n", ""),
                 };
-                f.gpu_query.as_mut().unwrap().outcome = outcome;
+                set_v1_table(f, outcome);
             },
         },
         Breaker {
@@ -653,11 +714,11 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                         Some(OsText::from("pci_bus_id")),
                     ][s % 3],
                 );
-                f.gpu_query.as_mut().unwrap().outcome = exited(
+                set_v1_table(f, exited(
                     0,
                     "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n1, GPU-5a88edbe-90c4-2449-8c43-70c57591cca1, NVIDIA A100-SXM4-80GB, 00000000:2A:00.0\n",
                     "",
-                );
+                ));
             },
         },
         Breaker {
@@ -692,7 +753,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
             apply: |r, f, _| {
                 f.env.cuda_visible_devices =
                     Some(OsText::from(format!("{H100_A},{H100_B}").as_str()));
-                f.gpu_query.as_mut().unwrap().outcome = exited(0, TWO_H100, "");
+                set_v1_table(f, exited(0, TWO_H100, ""));
                 r.collector_device = Some("cuda:1".to_owned());
             },
         },
@@ -894,6 +955,172 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                     "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
                     OsText::from("/elsewhere"),
                 );
+            },
+        },
+    ]
+    .into_iter()
+    .chain(served_breakers())
+    .collect()
+}
+
+/// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
+/// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe
+/// directory (unscoped, not multi-user), and the GPU is in `Default` mode.
+fn make_served(f: &mut HostFacts) {
+    SCHEMA.clone_into(&mut f.schema);
+    f.caller = Some(CallerFacts {
+        uid: 1000,
+        euid: 1000,
+    });
+    let pipe = f.env.effective_pipe_directory();
+    let listed = listed_server_pids(f.daemon_query.as_ref().unwrap(), &pipe);
+    f.server_processes = Some(
+        listed
+            .into_iter()
+            .map(|pid| hosts::process(pid, 1000, "nvidia-cuda-mps"))
+            .collect(),
+    );
+    let mut daemon = hosts::daemon_process(&["-d"], &[]);
+    daemon
+        .environ
+        .as_mut()
+        .unwrap()
+        .insert("CUDA_MPS_PIPE_DIRECTORY".to_owned(), pipe);
+    f.daemon_process = Some(DaemonSearch {
+        proc_root: OsText::from("/proc"),
+        method: DaemonSearchMethod::ProcScan,
+        scanned: 100,
+        limit: 65536,
+        stopped: None,
+        error: None,
+        processes: vec![daemon],
+    });
+    set_compute_mode(f, "Default");
+}
+
+/// Replaces the GPU query's outcome with `outcome`, a v1 (four-column) table.
+fn set_v1_table(f: &mut HostFacts, outcome: QueryOutcome) {
+    let query = f.gpu_query.as_mut().unwrap();
+    query.outcome = outcome;
+    query.args = gpu_uuid::TABLE_QUERY_ARGS
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+}
+
+/// The v2 GPU query of the base's table, every GPU in `mode`.
+fn set_compute_mode(f: &mut HostFacts, mode: &str) {
+    let query = f.gpu_query.as_mut().unwrap();
+    let v2 = query.args == GPU_QUERY_ARGS;
+    if let QueryOutcome::Exited { stdout, .. } = &mut query.outcome {
+        let mut rows = String::new();
+        for row in stdout.text.lines() {
+            let row = if v2 {
+                row.splitn(3, ',').nth(2).unwrap().trim_start()
+            } else {
+                row
+            };
+            rows.push_str(&[mode, ", 550.163.01, ", row, "\n"].concat());
+        }
+        stdout.text = rows;
+    }
+    query.args = GPU_QUERY_ARGS.iter().map(|a| (*a).to_owned()).collect();
+}
+
+/// The served daemon's environment, after [`make_served`].
+fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, OsText> {
+    let search = f.daemon_process.as_mut().unwrap();
+    search.processes[0].environ.as_mut().unwrap()
+}
+
+/// Lists one more server (4429) in the daemon's answer, owned by `uid`.
+fn add_server(f: &mut HostFacts, uid: Option<u32>) {
+    if let QueryOutcome::Exited { stdout, .. } = &mut f.daemon_query.as_mut().unwrap().outcome {
+        stdout.text.push_str("4429\n");
+    }
+    let server = uid.map_or_else(
+        || ProcessFacts::new(4429),
+        |uid| hosts::process(4429, uid, "nvidia-cuda-mps"),
+    );
+    f.server_processes.as_mut().unwrap().push(server);
+}
+
+/// The breakers of the "served" families: each starts from [`make_served`].
+fn served_breakers() -> Vec<Breaker> {
+    vec![
+        Breaker {
+            name: "daemon scoped to another GPU",
+            code: Code::GpuOutsideDaemonScope,
+            apply: |_, f, s| {
+                make_served(f);
+                let mask = pick(
+                    &["GPU-00000000-1111-2222-3333-444444444444", "", "GPU-ffff"],
+                    s,
+                );
+                daemon_environ(f).insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from(mask));
+            },
+        },
+        Breaker {
+            name: "client index against a scoped daemon",
+            code: Code::DaemonIndexRemap,
+            apply: |_, f, s| {
+                make_served(f);
+                f.env.cuda_visible_devices = Some(OsText::from(pick(&["0,1", "0,2"], s)));
+                let environ = daemon_environ(f);
+                environ.insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from("0"));
+                environ.insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
+            },
+        },
+        Breaker {
+            name: "daemon environment unreadable, verification required",
+            code: Code::DaemonScopeUnverified,
+            apply: |r, f, s| {
+                make_served(f);
+                r.require_verified = true;
+                if s % 2 == 0 {
+                    f.daemon_process = None;
+                } else {
+                    f.daemon_process.as_mut().unwrap().processes[0].environ = None;
+                }
+            },
+        },
+        Breaker {
+            name: "a server of another user",
+            code: Code::ServerOfAnotherUser,
+            apply: |_, f, s| {
+                make_served(f);
+                add_server(f, Some(pick(&[0, 1001, 65534], s)));
+            },
+        },
+        Breaker {
+            name: "a server's owner unreadable, verification required",
+            code: Code::ServerOwnerUnverified,
+            apply: |r, f, s| {
+                make_served(f);
+                r.require_verified = true;
+                if s % 2 == 0 {
+                    add_server(f, None);
+                } else {
+                    add_server(f, Some(1000));
+                    f.caller = None;
+                }
+            },
+        },
+        Breaker {
+            name: "compute mode forbids sharing",
+            code: Code::ComputeModeForbidsSharing,
+            apply: |_, f, s| {
+                make_served(f);
+                set_compute_mode(f, pick(&["Prohibited", "Exclusive_Thread", "Shared"], s));
+            },
+        },
+        Breaker {
+            name: "compute mode not reported, verification required",
+            code: Code::ComputeModeUnverified,
+            apply: |r, f, s| {
+                make_served(f);
+                r.require_verified = true;
+                set_compute_mode(f, pick(&["[N/A]", "[Not Supported]"], s));
             },
         },
     ]

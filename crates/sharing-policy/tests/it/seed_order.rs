@@ -21,11 +21,12 @@ fn key_phrase(code: Code) -> &'static str {
         Code::InvalidCudaDevice => "invalid CUDA device",
         Code::CudaUnavailable => "CUDA is unavailable",
         Code::DeviceOutOfRange => "is out of range",
-        Code::MigVisibilityUnsupported => "cannot map the",
         Code::AmbiguousDeviceOrder => "cannot trust index-based device mapping",
         Code::LearnerUuidUnresolved => "could not resolve the learner CUDA device UUID",
         Code::DifferentGpus => "share one physical GPU",
-        Code::CollectorUuidUnresolved => "could not resolve the collector CUDA UUID",
+        Code::CollectorUuidUnresolved | Code::MigVisibilityUnsupported => {
+            "could not resolve the collector CUDA UUID"
+        }
         Code::NonUtf8PipeDirectory => "not valid UTF-8",
         Code::ControlPathTooLong => "longer than a Unix socket path allows",
         Code::ControlPipeMissing => "found no control pipe",
@@ -34,6 +35,13 @@ fn key_phrase(code: Code) -> &'static str {
         Code::DaemonUnreachable | Code::DaemonTimedOut | Code::DaemonAnswerUnrecognized => {
             "could not reach the control daemon"
         }
+        Code::GpuOutsideDaemonScope => "through the control daemon at",
+        Code::DaemonIndexRemap => "renumbers the GPUs it serves",
+        Code::DaemonScopeUnverified => "could not verify which GPUs",
+        Code::ServerOfAnotherUser => "another user's MPS server",
+        Code::ServerOwnerUnverified => "could not verify that the MPS servers",
+        Code::ComputeModeForbidsSharing => "its compute mode is",
+        Code::ComputeModeUnverified => "could not verify the compute mode",
         other => panic!("no key phrase for {other}"),
     }
 }
@@ -96,6 +104,13 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "daemon-unreachable",
         "daemon-timed-out",
         "daemon-answer-unrecognized",
+        "gpu-outside-daemon-scope",
+        "daemon-index-remap",
+        "daemon-scope-unverified",
+        "server-of-another-user",
+        "server-owner-unverified",
+        "compute-mode-forbids-sharing",
+        "compute-mode-unverified",
     ];
     let got: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(got, expected);

@@ -1,0 +1,208 @@
+//! `/proc` observation (schema v2): the probing user, the listed servers' owners, and the
+//! control daemon's own process. Files are read with a size cap and cut only at their own
+//! separators (lines, NUL bytes); what the values mean is the validator's business.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::time::Instant;
+
+use sharing_policy::{
+    CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, OsText,
+    PidFileFacts, ProcessFacts,
+};
+
+/// The most bytes of `/proc/<pid>/status` read (the `Uid:` line is near the top).
+const STATUS_CAP: u64 = 8 * 1024;
+/// The most bytes of `/proc/<pid>/comm` read (the kernel keeps 15 plus a newline).
+const COMM_CAP: u64 = 64;
+/// The most bytes of `/proc/<pid>/cmdline` read.
+const CMDLINE_CAP: u64 = 8 * 1024;
+/// The most bytes of `/proc/<pid>/environ` read.
+const ENVIRON_CAP: u64 = 256 * 1024;
+/// The most daemon candidates a scan records.
+const CANDIDATE_CAP: usize = 32;
+/// The most listed servers whose process is read.
+pub(crate) const SERVER_CAP: usize = 64;
+
+/// The probing process's real and effective UIDs.
+pub fn observe_caller() -> CallerFacts {
+    CallerFacts {
+        uid: rustix::process::getuid().as_raw(),
+        euid: rustix::process::geteuid().as_raw(),
+    }
+}
+
+/// Reads at most `cap` bytes of `root/<pid>/<name>`: the bytes, or the OS error (a file longer
+/// than the cap is an error, since a cut value would be read as another value).
+fn read_capped(root: &Path, pid: i64, name: &str, cap: u64) -> Result<Vec<u8>, String> {
+    let path = root.join(pid.to_string()).join(name);
+    let file = std::fs::File::open(path).map_err(|err| err.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| err.to_string())?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("longer than {cap} bytes; not recorded"));
+    }
+    Ok(bytes)
+}
+
+/// `root/<pid>`: the `Uid:` line's text and `comm`; with `daemon_details`, also `cmdline` and
+/// the [`DAEMON_ENVIRON_VARS`] of `environ`.
+pub fn observe_process(root: &Path, pid: i64, daemon_details: bool) -> ProcessFacts {
+    let mut process = ProcessFacts::new(pid);
+    let mut record = |name: &str, result: Result<Vec<u8>, String>| match result {
+        Ok(bytes) => Some(bytes),
+        Err(error) => {
+            process.errors.insert(name.to_owned(), error);
+            None
+        }
+    };
+    let status = record("status", read_capped(root, pid, "status", STATUS_CAP));
+    let comm = record("comm", read_capped(root, pid, "comm", COMM_CAP));
+    let (cmdline, environ) = if daemon_details {
+        (
+            record("cmdline", read_capped(root, pid, "cmdline", CMDLINE_CAP)),
+            record("environ", read_capped(root, pid, "environ", ENVIRON_CAP)),
+        )
+    } else {
+        (None, None)
+    };
+    process.status_uid = status.and_then(|bytes| uid_line(&bytes));
+    process.comm = comm.map(|bytes| {
+        let text = String::from_utf8_lossy(&bytes);
+        text.strip_suffix('\n').unwrap_or(&text).to_owned()
+    });
+    process.cmdline = cmdline.map(|bytes| {
+        nul_separated(&bytes)
+            .map(|arg| OsText::from_bytes(arg.to_vec()))
+            .collect()
+    });
+    process.environ = environ.map(|bytes| wanted_variables(&bytes));
+    process
+}
+
+/// The text after `Uid:` on its line, uncut.
+fn uid_line(status: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(status)
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .map(|rest| rest.trim().to_owned())
+}
+
+/// The NUL-terminated strings of a `/proc` file (a last one without its NUL included).
+fn nul_separated(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let bytes = bytes.strip_suffix(b"\0").unwrap_or(bytes);
+    bytes.split(|b| *b == 0).filter(move |_| !bytes.is_empty())
+}
+
+/// The [`DAEMON_ENVIRON_VARS`] an `environ` sets, raw.
+fn wanted_variables(environ: &[u8]) -> BTreeMap<String, OsText> {
+    let mut wanted = BTreeMap::new();
+    for entry in nul_separated(environ) {
+        let Some(at) = entry.iter().position(|b| *b == b'=') else {
+            continue;
+        };
+        let (name, value) = entry.split_at(at);
+        let value = value.get(1..).unwrap_or_default();
+        if let Some(var) = DAEMON_ENVIRON_VARS
+            .iter()
+            .find(|var| var.as_bytes() == name)
+        {
+            wanted.insert((*var).to_owned(), OsText::from_bytes(value.to_vec()));
+        }
+    }
+    wanted
+}
+
+/// Finds the control daemon's process: the pid file's PID when the validator's rule says it
+/// names a live control daemon (550+), else a scan of `root` for processes named
+/// [`DAEMON_COMM`], which stops after `limit` entries or at `deadline`.
+pub fn find_daemon(
+    root: &Path,
+    pid_file: &PidFileFacts,
+    limit: u64,
+    deadline: Instant,
+) -> DaemonSearch {
+    let mut search = DaemonSearch {
+        proc_root: OsText::from_bytes(root.as_os_str().as_encoded_bytes().to_vec()),
+        method: DaemonSearchMethod::PidFile,
+        scanned: 0,
+        limit,
+        stopped: None,
+        error: None,
+        processes: Vec::new(),
+    };
+    if let Some(pid) = sharing_policy::pid_file_daemon_pid(pid_file) {
+        search.limit = 0;
+        search.processes.push(observe_process(root, pid, true));
+        return search;
+    }
+    search.method = DaemonSearchMethod::ProcScan;
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(err) => {
+            search.error = Some(err.to_string());
+            return search;
+        }
+    };
+    for entry in entries {
+        if search.scanned >= limit {
+            search.stopped = Some("limit".to_owned());
+            break;
+        }
+        if Instant::now() >= deadline {
+            search.stopped = Some("deadline".to_owned());
+            break;
+        }
+        search.scanned += 1;
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|name| name.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let Ok(comm) = read_capped(root, pid, "comm", COMM_CAP) else {
+            continue;
+        };
+        if comm.strip_suffix(b"\n").unwrap_or(&comm) == DAEMON_COMM.as_bytes()
+            && search.processes.len() < CANDIDATE_CAP
+        {
+            search.processes.push(observe_process(root, pid, true));
+        }
+    }
+    search
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_separated_strings_and_wanted_variables() {
+        let args: Vec<&[u8]> = nul_separated(b"nvidia-cuda-mps-control\0-d\0").collect();
+        assert_eq!(args, [&b"nvidia-cuda-mps-control"[..], b"-d"]);
+        assert_eq!(nul_separated(b"").count(), 0);
+        let environ = b"HOME=/root\0CUDA_VISIBLE_DEVICES=GPU-1\0CUDA_MPS_PIPE_DIRECTORY=\0X=CUDA_DEVICE_ORDER=1\0";
+        let wanted = wanted_variables(environ);
+        assert_eq!(
+            wanted,
+            BTreeMap::from([
+                ("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from("GPU-1")),
+                ("CUDA_MPS_PIPE_DIRECTORY".to_owned(), OsText::from("")),
+            ])
+        );
+    }
+
+    #[test]
+    fn the_uid_line_is_kept_raw() {
+        let status =
+            b"Name:\tnvidia-cuda-mps\nUmask:\t0022\nUid:\t1000\t1000\t1000\t1000\nGid:\t0\n";
+        assert_eq!(uid_line(status).as_deref(), Some("1000\t1000\t1000\t1000"));
+        assert_eq!(uid_line(b"Name:\tx\n"), None);
+    }
+}

@@ -1,0 +1,432 @@
+"""Will these two processes really share one physical GPU through a live CUDA MPS daemon?
+
+Fail-closed and in-process, on the same Rust crates as the ``mps-preflight`` command line: an
+explicit request is either proven against this host or refused with the first unmet
+prerequisite and what to do. Nothing here imports torch, initialises CUDA, or starts, stops or
+reconfigures a daemon; the host is observed with ``nvidia-smi`` and read-only
+``nvidia-cuda-mps-control`` queries, bounded in time and size, with the GIL released.
+
+The reference module's API (``probe_cuda_process_sharing`` and friends) is in
+:mod:`mps_preflight.compat`, and its names are importable from here too.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mps_preflight import _native
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+    from typing import Any, Union
+
+    StrPath = Union[str, "os.PathLike[str]"]
+
+__all__ = [
+    "Evidence",
+    "Finding",
+    "ManifestError",
+    "Rejected",
+    "SnapshotError",
+    "canonicalize_gpu_uuid",
+    "capture",
+    "check",
+    "doctor",
+    "merge",
+    "probe",
+    "record",
+    "visibility",
+    "write_manifest",
+    # The reference module's names (mps_preflight.compat), imported on first use.
+    "CudaProcessSharingEvidence",
+    "SUPPORTED_CUDA_PROCESS_SHARING_BACKENDS",
+    "apply_cuda_process_sharing_manifest",
+    "probe_cuda_process_sharing",
+    "resolve_mps_visibility_entries",
+]
+
+__version__: str = _native.__version__
+
+#: The manifest key the evidence is recorded under.
+MANIFEST_KEY = "cuda_process_sharing"
+
+#: The host-facts snapshot schema this version reads and writes.
+SCHEMA: str = _native.SCHEMA
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+class Finding:
+    """One unmet prerequisite: its stable ``code``, the full ``message``, what was ``found``,
+    ``why`` it matters and the ``fix``."""
+
+    __slots__ = ("code", "message", "found", "why", "fix")
+
+    code: str
+    message: str
+    found: str
+    why: str
+    fix: str
+
+    def __init__(self, code: str, message: str, found: str, why: str, fix: str) -> None:
+        for name, value in zip(self.__slots__, (code, message, found, why, fix)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Finding is frozen; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Finding is frozen; cannot delete {name!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Finding) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.to_dict().values()))
+
+    def __repr__(self) -> str:
+        return f"Finding(code={self.code!r}, message={self.message!r})"
+
+    def __reduce__(self) -> tuple[type[Finding], tuple[str, ...]]:
+        return (Finding, tuple(self.to_dict().values()))
+
+
+class Evidence:
+    """Per-rank evidence: one attribute per key of the CLI's evidence JSON (the reference's
+    ``to_dict`` keys in its order, then this project's), frozen. :meth:`to_dict` returns
+    them in that order, ready for a run manifest."""
+
+    __slots__ = ("_fields",)
+
+    # The keys of this version; whatever keys the Rust evidence has are attributes.
+    configured: str | None
+    effective: str | None
+    validated: bool
+    rank: int
+    world_size: int
+    learner_device: str | None
+    collector_device: str | None
+    learner_gpu_uuid: str | None
+    collector_gpu_uuid: str | None
+    pipe_directory_env: str | None
+    pipe_directory: str | None
+    control_pipe: str | None
+    control_pipe_kind: str | None
+    server_pid: int | None
+    ambient_server: bool
+    daemon_pid: int | None
+
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "_fields", dict(fields))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(f"Evidence has no key {name!r}") from None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Evidence is frozen; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Evidence is frozen; cannot delete {name!r}")
+
+    def __dir__(self) -> Iterable[str]:
+        return [*object.__dir__(self), *self._fields]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The evidence JSON as a new ``dict``, keys in the CLI's order."""
+        return dict(self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Evidence) and list(self._fields.items()) == list(
+            other._fields.items()
+        )
+
+    def __hash__(self) -> int:
+        # `server_uids` and `unverified` are lists: hash them as tuples.
+        return hash(
+            tuple(
+                (key, tuple(value) if isinstance(value, list) else value)
+                for key, value in self._fields.items()
+            )
+        )
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={value!r}" for key, value in self._fields.items())
+        return f"Evidence({inner})"
+
+    def __reduce__(self) -> tuple[type[Evidence], tuple[dict[str, Any]]]:
+        return (Evidence, (self._fields,))
+
+
+class Rejected(ValueError):
+    """An explicit request is refused. ``str(err)`` is the CLI's message without ``error: ``;
+    ``code`` is the first unmet prerequisite's stable code and ``findings`` every unmet one
+    (the first of which is this one)."""
+
+    code: str
+    findings: list[Finding]
+
+    def __init__(self, message: str, code: str = "", findings: Iterable[Finding] = ()) -> None:
+        super().__init__(message)
+        self.code = code
+        self.findings = list(findings)
+
+    def __reduce__(self) -> tuple[type[Rejected], tuple[str, str, list[Finding]]]:
+        return (Rejected, (str(self), self.code, self.findings))
+
+
+class SnapshotError(OSError, ValueError):
+    """A snapshot cannot be read: missing, not a regular file, too large, not JSON, not a
+    host-facts snapshot, or of another schema. Like :class:`io.UnsupportedOperation`, it is
+    both an ``OSError`` (an input that cannot be read) and a ``ValueError`` (a bad value)."""
+
+
+class ManifestError(OSError, ValueError):
+    """A manifest cannot be read or written (the file is then left untouched): a symbolic
+    link, not a regular file, too large, not writable, not JSON or not a JSON object. Both an
+    ``OSError`` and a ``ValueError``, as :class:`SnapshotError`."""
+
+
+def _unwrap(answer: tuple[Any, ...]) -> Any:
+    """The payload of a native answer, or its failure raised as this package's exception."""
+    tag = answer[0]
+    if tag == "ok":
+        return answer[1] if len(answer) > 1 else None
+    if tag == "rejected":
+        raise Rejected(answer[2], answer[1], [Finding(**finding) for finding in answer[3]])
+    if tag == "snapshot":
+        raise SnapshotError(answer[1])
+    if tag == "manifest":
+        raise ManifestError(answer[1])
+    raise ValueError(answer[1])
+
+
+def _saturated(value: object, name: str) -> int:
+    """An ``int`` (not a ``bool``), saturated to 64 bits as the CLI's ``--rank``: an
+    out-of-range value still reaches the policy and is refused there."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return min(max(value, _I64_MIN), _I64_MAX)
+
+
+def _spec(
+    request: str | None,
+    learner_device: str | None,
+    collector_device: str | None,
+    backend: str,
+    rank: int,
+    world_size: int,
+    supported_backends: Sequence[str],
+    learner_uuid: str | None,
+    timeout: float,
+) -> dict[str, Any]:
+    if learner_device is None:
+        raise TypeError("missing required argument 'learner_device'")
+    if isinstance(supported_backends, str):
+        raise TypeError("supported_backends must be a sequence of names, not one str")
+    return {
+        "mode": request,
+        "learner_device": learner_device,
+        "collector_device": collector_device,
+        "backend": backend,
+        "rank": _saturated(rank, "rank"),
+        "world_size": _saturated(world_size, "world_size"),
+        "supported_backends": list(supported_backends),
+        "learner_uuid": learner_uuid,
+        "timeout": float(timeout),
+    }
+
+
+def _snapshot_source(snapshot: Mapping[str, Any] | StrPath) -> dict[str, str]:
+    """``path=`` for a path, ``text=`` for JSON text or a mapping."""
+    if isinstance(snapshot, str):
+        if snapshot.lstrip().startswith("{"):
+            return {"text": snapshot}
+        return {"path": snapshot}
+    if isinstance(snapshot, os.PathLike):
+        return {"path": os.fspath(snapshot)}
+    import json
+
+    try:
+        return {"text": json.dumps(snapshot)}
+    except (TypeError, ValueError) as err:
+        raise SnapshotError(f"snapshot: cannot be encoded as JSON: {err}") from err
+
+
+def probe(
+    request: str | None = None,
+    learner_device: str | None = None,
+    collector_device: str | None = None,
+    *,
+    backend: str,
+    rank: int = 0,
+    world_size: int = 1,
+    supported_backends: Sequence[str] = ("mjwarp",),
+    learner_uuid: str | None = None,
+    timeout: float = 5.0,
+) -> Evidence:
+    """Observe this host and validate the request, as ``mps-preflight probe``.
+
+    ``request`` is ``None`` (or ``"null"``) for no sharing, or ``"mps"``; ``learner_device`` is
+    required. ``learner_uuid`` is the learner's GPU UUID as its own CUDA runtime reports it.
+    ``timeout`` is each host query's deadline in seconds. The GIL is released meanwhile.
+
+    Raises:
+        Rejected: the first unmet prerequisite of an explicit request (never for a null one).
+    """
+    spec = _spec(
+        request, learner_device, collector_device, backend, rank, world_size,
+        supported_backends, learner_uuid, timeout,
+    )
+    return Evidence(_unwrap(_native.probe(spec)))
+
+
+def check(
+    snapshot: Mapping[str, Any] | StrPath,
+    request: str | None = None,
+    learner_device: str | None = None,
+    collector_device: str | None = None,
+    *,
+    backend: str,
+    rank: int = 0,
+    world_size: int = 1,
+    supported_backends: Sequence[str] = ("mjwarp",),
+    learner_uuid: str | None = None,
+) -> Evidence:
+    """Validate the request against a snapshot alone, as ``mps-preflight check``.
+
+    ``snapshot`` is a ``dict`` (as :func:`capture` returns), a path, or a ``str`` of JSON (one
+    that starts with ``{``). A ``learner_uuid`` replaces the recorded one.
+
+    Raises:
+        Rejected: the first unmet prerequisite of an explicit request.
+        SnapshotError: the snapshot cannot be read.
+    """
+    spec = _spec(
+        request, learner_device, collector_device, backend, rank, world_size,
+        supported_backends, learner_uuid, 5.0,
+    )
+    return Evidence(_unwrap(_native.check(spec, **_snapshot_source(snapshot))))
+
+
+def doctor(
+    request: str | None = None,
+    learner_device: str | None = None,
+    collector_device: str | None = None,
+    *,
+    backend: str,
+    rank: int = 0,
+    world_size: int = 1,
+    supported_backends: Sequence[str] = ("mjwarp",),
+    learner_uuid: str | None = None,
+    timeout: float = 5.0,
+    snapshot: Mapping[str, Any] | StrPath | None = None,
+) -> list[Finding]:
+    """Every unmet prerequisite at once, as ``mps-preflight doctor``: on this host, or on
+    ``snapshot``. Empty exactly when :func:`probe` (or :func:`check`) would validate.
+
+    Raises:
+        SnapshotError: the snapshot cannot be read.
+    """
+    spec = _spec(
+        request, learner_device, collector_device, backend, rank, world_size,
+        supported_backends, learner_uuid, timeout,
+    )
+    source = {} if snapshot is None else _snapshot_source(snapshot)
+    answer = _native.doctor(spec, path=source.get("path"), text=source.get("text"))
+    _unwrap(answer)
+    return [Finding(**finding) for finding in answer[1]]
+
+
+def capture(*, learner_uuid: str | None = None, timeout: float = 5.0) -> dict[str, Any]:
+    """This host's raw facts, as ``mps-preflight capture`` prints them (a ``dict``): for
+    :func:`check` and :func:`doctor` here or on another machine."""
+    result: dict[str, Any] = _native.capture(learner_uuid, float(timeout))
+    return result
+
+
+def visibility(mask: str | None = None, *, timeout: float = 5.0) -> str:
+    """``CUDA_VISIBLE_DEVICES`` (or ``mask``) with device indices rewritten to ``GPU-`` UUIDs,
+    as ``mps-preflight visibility``: set it for an MPS client before CUDA starts.
+
+    Raises:
+        Rejected: an index has no host GPU, ``nvidia-smi`` cannot list the GPUs, or index order
+            cannot be trusted (``code`` is ``"visibility-unresolved"``).
+    """
+    millis = max(1, round(float(timeout) * 1000))
+    argv = ["mps-preflight", "visibility", "--timeout-ms", str(millis)]
+    if mask is not None:
+        argv += ["--devices", mask]
+    status, stdout, errors = _native.run_captured(argv)
+    if status == 0:
+        return str(stdout).rstrip("\n")
+    message = "; ".join(errors)
+    if status == 1:
+        raise Rejected(message, "visibility-unresolved")
+    raise ValueError(message)
+
+
+def canonicalize_gpu_uuid(value: str) -> str:
+    """The comparison token of a GPU UUID: upper case, no ``GPU-`` prefix, no dashes."""
+    token: str = _native.canonicalize_gpu_uuid(value)
+    return token
+
+
+def record(manifest: MutableMapping[str, Any], evidence: Evidence) -> None:
+    """Record ``evidence`` in a manifest mapping under ``cuda_process_sharing``, in place."""
+    manifest[MANIFEST_KEY] = evidence.to_dict()
+
+
+def write_manifest(path: StrPath, evidence: Evidence) -> None:
+    """Record ``evidence`` in the JSON manifest file at ``path`` as ``probe --manifest`` does:
+    every other key and the key order kept, written atomically; a missing file is created.
+
+    Raises:
+        ManifestError: the file cannot be read or written; it is left byte for byte untouched.
+    """
+    import json
+
+    _unwrap(_native.write_manifest(os.fspath(path), json.dumps(evidence.to_dict())))
+
+
+def merge(paths: Iterable[StrPath]) -> dict[str, Any]:
+    """Check the per-rank evidence of one run, as ``mps-preflight merge``: the merged run, with
+    ``consistent`` false and ``findings`` (``code``, ``message``, ``sources``) when the ranks
+    disagree.
+
+    Raises:
+        ManifestError: a file cannot be read.
+    """
+    report: dict[str, Any] = _unwrap(_native.merge([os.fspath(path) for path in paths]))
+    return report
+
+
+_COMPAT = frozenset(
+    {
+        "CudaProcessSharingEvidence",
+        "SUPPORTED_CUDA_PROCESS_SHARING_BACKENDS",
+        "apply_cuda_process_sharing_manifest",
+        "probe_cuda_process_sharing",
+        "resolve_mps_visibility_entries",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    # The reference module's names load mps_preflight.compat (and subprocess, dataclasses)
+    # on first use only, so that `import mps_preflight` stays cheap.
+    if name in _COMPAT:
+        from mps_preflight import compat
+
+        return getattr(compat, name)
+    raise AttributeError(f"module 'mps_preflight' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_COMPAT})

@@ -1,0 +1,243 @@
+"""The reference module's API, as a drop-in: same names, signatures, defaults and exception
+types as ``cuda_process_sharing``, on this project's validator.
+
+Behaviour follows this project (its deliberate fixes and key phrases); a rejection is a
+``ValueError`` (:class:`mps_preflight.Rejected`). Two parameters keep their meaning:
+
+- ``torch_module``: never imported here. A module the caller passes (and has already
+  initialised) supplies the learner's UUID from ``cuda.get_device_properties(i).uuid``, as
+  ``--learner-uuid`` does on the command line. Without one, the learner is resolved from
+  ``CUDA_VISIBLE_DEVICES`` and ``nvidia-smi`` as the command line does.
+- ``run_command``: the reference's test seam. Left at ``subprocess.run``, the host queries run
+  in Rust (bounded, own process group). Any other callable receives the two host queries with
+  ``subprocess.run``'s keyword arguments (``input``, ``text``, ``capture_output``, ``timeout``,
+  ``check``, ``env``); only read-only commands are ever sent through it: the ``nvidia-smi``
+  table query and ``nvidia-cuda-mps-control`` with read-only commands on standard input. What
+  it returns is capped as a real process's output; a call still running half a second past
+  its deadline is recorded as timed out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, fields
+
+import mps_preflight
+from mps_preflight import _native
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, MutableMapping, Sequence
+    from typing import Any
+
+__all__ = [
+    "CudaProcessSharingEvidence",
+    "SUPPORTED_CUDA_PROCESS_SHARING_BACKENDS",
+    "apply_cuda_process_sharing_manifest",
+    "canonicalize_gpu_uuid",
+    "probe_cuda_process_sharing",
+    "resolve_mps_visibility_entries",
+]
+
+SUPPORTED_CUDA_PROCESS_SHARING_BACKENDS = frozenset({"mjwarp"})
+
+canonicalize_gpu_uuid = mps_preflight.canonicalize_gpu_uuid
+
+_QUERY_TIMEOUT_SEC = 5.0
+
+
+@dataclass(frozen=True)
+class CudaProcessSharingEvidence:
+    """Structured per-rank evidence, with the reference's fields. Keys this project adds
+    (``daemon_pid``, …) are kept in ``extra``, in order, and :meth:`to_dict` appends them."""
+
+    configured: str | None
+    effective: str | None
+    validated: bool
+    rank: int = 0
+    world_size: int = 1
+    learner_device: str | None = None
+    collector_device: str | None = None
+    learner_gpu_uuid: str | None = None
+    collector_gpu_uuid: str | None = None
+    pipe_directory_env: str | None = None
+    pipe_directory: str | None = None
+    control_pipe: str | None = None
+    control_pipe_kind: str | None = None
+    server_pid: int | None = None
+    ambient_server: bool = False
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-shaped diagnostics stored in a runtime manifest."""
+        data = {field.name: getattr(self, field.name) for field in fields(self)[:-1]}
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def _from_evidence(cls, evidence: mps_preflight.Evidence) -> CudaProcessSharingEvidence:
+        data = evidence.to_dict()
+        names = [field.name for field in fields(cls)[:-1]]
+        known = {name: data.pop(name) for name in names if name in data}
+        return cls(**known, extra=tuple(data.items()))
+
+
+def _query(
+    run_command: Callable[..., Any],
+    argv: list[str],
+    stdin: str,
+    env_set: dict[str, bytes],
+    env_removed: list[str],
+    timeout: float,
+) -> tuple[str, int, bytes, bytes, str]:
+    """One host query through ``run_command``, as the Rust runner asks for it: ``(kind,
+    code, stdout, stderr, error)`` with kind ``exited``, ``timed_out`` or ``failed``."""
+    kwargs: dict[str, Any] = {
+        "text": True,
+        "capture_output": True,
+        "timeout": timeout,
+        "check": True,
+    }
+    if stdin:
+        kwargs["input"] = stdin
+    if env_set or env_removed:
+        env = os.environ.copy()
+        env.update({name: os.fsdecode(value) for name, value in env_set.items()})
+        for name in env_removed:
+            env.pop(name, None)
+        kwargs["env"] = env
+    try:
+        result = run_command(argv, **kwargs)
+    except subprocess.TimeoutExpired as exc:
+        return ("timed_out", 0, _bytes(exc.stdout), _bytes(exc.stderr), "")
+    except subprocess.CalledProcessError as exc:
+        return ("exited", int(exc.returncode), _bytes(exc.stdout), _bytes(exc.stderr), "")
+    except Exception as exc:  # noqa: BLE001 - any failure to run is recorded, never raised
+        return ("failed", 0, b"", b"", f"{type(exc).__name__}: {exc}")
+    code = getattr(result, "returncode", 0)
+    return (
+        "exited",
+        code if isinstance(code, int) else 0,
+        _bytes(getattr(result, "stdout", None)),
+        _bytes(getattr(result, "stderr", None)),
+        "",
+    )
+
+
+def _bytes(output: object) -> bytes:
+    if output is None:
+        return b""
+    if isinstance(output, bytes):
+        return output
+    return str(output).encode("utf-8", "surrogateescape")
+
+
+def _runner(run_command: Callable[..., Any]) -> Callable[..., Any] | None:
+    """``None`` for the default (the Rust runner), else the adapter the Rust side calls."""
+    if run_command is subprocess.run:
+        return None
+    return lambda *query: _query(run_command, *query)
+
+
+def _cuda_index(device: object) -> int | None:
+    """``cuda`` → 0, ``cuda:N`` → N; anything else is left for the validator to judge."""
+    value = str(device).strip().lower()
+    if value == "cuda":
+        return 0
+    base, _, index = value.partition(":")
+    return int(index) if base == "cuda" and index.isdigit() else None
+
+
+def _torch_learner_uuid(torch_module: Any, learner_device: object) -> str | None:
+    """The learner's UUID as the caller's own torch reports it, or ``None`` (then the
+    validator resolves the learner from the host, as without a torch module)."""
+    index = _cuda_index(learner_device)
+    if index is None:
+        return None
+    try:
+        if not torch_module.cuda.is_available():
+            return None
+        if index >= int(torch_module.cuda.device_count()):
+            return None
+        properties = torch_module.cuda.get_device_properties(index)
+        uuid = str(getattr(properties, "uuid", "") or "").strip()
+    except Exception:  # noqa: BLE001 - a torch that cannot answer supplies nothing
+        return None
+    return uuid or None
+
+
+def _mode(requested: Any) -> str | None:
+    if requested is None:
+        return None
+    return requested if isinstance(requested, str) else repr(requested)
+
+
+def probe_cuda_process_sharing(
+    requested: Any,
+    learner_device: str,
+    collector_device: str | None,
+    *,
+    backend: str,
+    rank: int = 0,
+    world_size: int = 1,
+    torch_module: Any | None = None,
+    run_command: Callable[..., Any] = subprocess.run,
+) -> CudaProcessSharingEvidence:
+    """Validate one rank's requested CUDA process-sharing mode.
+
+    Raises:
+        ValueError: The first unmet prerequisite for an explicit request
+            (:class:`mps_preflight.Rejected`, with its ``code``).
+    """
+    learner_uuid = None
+    if torch_module is not None:
+        learner_uuid = _torch_learner_uuid(torch_module, learner_device)
+    spec = mps_preflight._spec(
+        _mode(requested),
+        str(learner_device),
+        None if collector_device is None else str(collector_device),
+        str(backend),
+        _rank(rank),
+        _rank(world_size),
+        sorted(SUPPORTED_CUDA_PROCESS_SHARING_BACKENDS),
+        learner_uuid,
+        _QUERY_TIMEOUT_SEC,
+    )
+    answer = _native.probe(spec, _runner(run_command))
+    evidence = mps_preflight.Evidence(mps_preflight._unwrap(answer))
+    return CudaProcessSharingEvidence._from_evidence(evidence)
+
+
+def _rank(value: Any) -> int:
+    """The reference refuses a ``bool`` or non-``int`` rank; -1 is refused the same way."""
+    return -1 if isinstance(value, bool) or not isinstance(value, int) else value
+
+
+def resolve_mps_visibility_entries(
+    entries: Sequence[str],
+    *,
+    run_command: Callable[..., Any] = subprocess.run,
+) -> tuple[str, ...]:
+    """Return ``CUDA_VISIBLE_DEVICES`` entries with numeric indices as UUIDs.
+
+    Raises:
+        ValueError: A numeric entry could not be mapped to a host GPU UUID, or index order
+            cannot be trusted on this host.
+    """
+    if not any(entry.isdigit() for entry in entries):
+        return tuple(entries)
+    mask = ",".join(entries)
+    runner = _runner(run_command)
+    if runner is None:
+        return tuple(mps_preflight.visibility(mask, timeout=_QUERY_TIMEOUT_SEC).split(","))
+    resolved = mps_preflight._unwrap(_native.visibility_with(mask, runner, _QUERY_TIMEOUT_SEC))
+    return tuple(resolved)
+
+
+def apply_cuda_process_sharing_manifest(
+    runtime_manifest: MutableMapping[str, Any],
+    evidence: CudaProcessSharingEvidence,
+) -> None:
+    """Record process-sharing evidence in a producer-owned manifest mapping."""
+    runtime_manifest[mps_preflight.MANIFEST_KEY] = evidence.to_dict()

@@ -1,0 +1,303 @@
+//! `mps_preflight._native`: the functions the Python package wraps. Each answers with plain
+//! Python objects (a tagged tuple, a `dict`); `python/mps_preflight/__init__.py` turns the tags
+//! into its exceptions and its `Evidence` and `Finding` objects.
+//!
+//! The host is always observed with the GIL released, so a launcher's other threads keep
+//! running during a query's deadline.
+#![allow(
+    clippy::needless_pass_by_value,
+    reason = "pyo3 extracts a function's arguments as owned values"
+)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mps_host::ProbeOptions;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use sharing_policy::HostFacts;
+
+use crate::convert;
+use crate::policy::{self, Verdict};
+use crate::runner::PyRunner;
+use crate::snapshot::{self, Source};
+use crate::spec::{Spec, deadline};
+
+/// Observes this host without the GIL: through mps-host's process runner, or through the
+/// caller's `run_command` adapter when one is given.
+///
+/// The observation runs on a thread of its own while this one waits with the GIL released,
+/// taking it back every [`SIGNAL_POLL`] to let Python run its signal handlers. When one raises
+/// (Ctrl-C's `KeyboardInterrupt`), every running query's process group is killed and reaped,
+/// the observation is joined, and the exception propagates: no query outlives the call.
+fn observe(
+    py: Python<'_>,
+    options: &ProbeOptions,
+    run_command: Option<Py<PyAny>>,
+) -> PyResult<HostFacts> {
+    let runner = run_command.map(PyRunner::new);
+    std::thread::scope(|scope| {
+        let (done, mut finished) = std::sync::mpsc::channel();
+        let observation = scope.spawn(move || {
+            let facts = match &runner {
+                None => mps_host::capture(options),
+                Some(runner) => {
+                    // As `mps_host::capture` does: the host name is no query's answer.
+                    let mut facts = mps_host::capture_with(mps_host::read_env(), runner, options);
+                    facts.host_name = Some(mps_host::read_host_name());
+                    facts
+                }
+            };
+            let _ = done.send(());
+            facts
+        });
+        loop {
+            // The receiver travels into the GIL-free closure and back (it is not `Sync`).
+            let (receiver, waited) = py.detach(move || {
+                let waited = finished.recv_timeout(SIGNAL_POLL);
+                (finished, waited)
+            });
+            finished = receiver;
+            let ended = waited.is_ok();
+            if ended || observation.is_finished() {
+                return observation
+                    .join()
+                    .map_err(|_| PyRuntimeError::new_err("the host observation panicked"));
+            }
+            if let Err(interrupt) = py.check_signals() {
+                drop(mps_host::stop_all_queries(REAP_GRACE));
+                let _ = py.detach(|| observation.join());
+                return Err(interrupt);
+            }
+        }
+    })
+}
+
+/// How often a waiting observation lets Python handle a signal.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// The longest an interrupted observation waits for its killed queries to be reaped.
+const REAP_GRACE: Duration = Duration::from_millis(300);
+
+/// The snapshot named by `path` or given as JSON `text`, with the call's learner UUID (when
+/// given) replacing the recorded one, as the CLI's `check --learner-uuid` does.
+fn load(spec: &Spec, path: Option<&PathBuf>, text: Option<&String>) -> Result<HostFacts, String> {
+    let mut facts = match (path, text) {
+        (Some(path), _) => snapshot::load(Source::Path(path))?,
+        (None, Some(text)) => snapshot::load(Source::Text(text))?,
+        (None, None) => return Err("no snapshot given".to_owned()),
+    };
+    if let Some(uuid) = &spec.learner_uuid {
+        facts.learner_uuid = Some(uuid.clone());
+    }
+    Ok(facts)
+}
+
+/// The request, and what `probe` observes for it.
+fn options(spec: &Spec) -> PyResult<(sharing_policy::Request, ProbeOptions)> {
+    let request = spec.request();
+    let options = spec
+        .probe_options(&request)
+        .map_err(PyValueError::new_err)?;
+    Ok((request, options))
+}
+
+/// `probe`: observe, then validate. `("ok", evidence)` or `("rejected", code, message, findings)`.
+#[pyfunction]
+#[pyo3(signature = (spec, run_command=None))]
+fn probe(
+    py: Python<'_>,
+    spec: Spec,
+    run_command: Option<Py<PyAny>>,
+) -> PyResult<Bound<'_, PyTuple>> {
+    let (request, options) = options(&spec)?;
+    let facts = observe(py, &options, run_command)?;
+    convert::verdict(py, &policy::judge(&request, &facts))
+}
+
+/// `check`: validate against a snapshot. As `probe`, or `("snapshot", message)`.
+#[pyfunction]
+#[pyo3(signature = (spec, *, path=None, text=None))]
+fn check(
+    py: Python<'_>,
+    spec: Spec,
+    path: Option<PathBuf>,
+    text: Option<String>,
+) -> PyResult<Bound<'_, PyTuple>> {
+    match load(&spec, path.as_ref(), text.as_ref()) {
+        Ok(facts) => convert::verdict(py, &policy::judge(&spec.request(), &facts)),
+        Err(message) => convert::failure(py, "snapshot", &message),
+    }
+}
+
+/// `doctor`: every finding. `("ok", findings, evidence or None)` or `("snapshot", message)`.
+/// Without a snapshot it observes this host.
+#[pyfunction]
+#[pyo3(signature = (spec, *, path=None, text=None))]
+fn doctor(
+    py: Python<'_>,
+    spec: Spec,
+    path: Option<PathBuf>,
+    text: Option<String>,
+) -> PyResult<Bound<'_, PyTuple>> {
+    let (request, options) = options(&spec)?;
+    let facts = if path.is_none() && text.is_none() {
+        observe(py, &options, None)?
+    } else {
+        match load(&spec, path.as_ref(), text.as_ref()) {
+            Ok(facts) => facts,
+            Err(message) => return convert::failure(py, "snapshot", &message),
+        }
+    };
+    let findings = policy::findings(&request, &facts);
+    let evidence = match policy::judge(&request, &facts) {
+        Verdict::Valid(evidence) => Some(convert::evidence(py, &evidence)?),
+        Verdict::Rejected { .. } => None,
+    };
+    ("ok", convert::findings(py, &findings)?, evidence).into_pyobject(py)
+}
+
+/// `capture`: this host's raw facts, as the `dict` of the CLI's snapshot JSON.
+#[pyfunction]
+#[pyo3(signature = (learner_uuid, timeout, run_command=None))]
+fn capture(
+    py: Python<'_>,
+    learner_uuid: Option<String>,
+    timeout: f64,
+    run_command: Option<Py<PyAny>>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let options = ProbeOptions {
+        timeout: deadline(timeout).map_err(PyValueError::new_err)?,
+        learner_uuid,
+        observe_cuda: true,
+        ..ProbeOptions::default()
+    };
+    let facts = observe(py, &options, run_command)?;
+    let value = serde_json::to_value(&facts)
+        .map_err(|err| PyRuntimeError::new_err(format!("cannot encode the snapshot: {err}")))?;
+    convert::to_py(py, &value)
+}
+
+/// `write_manifest`: the CLI's atomic manifest write. `("ok",)`, `("manifest", message)`, or
+/// `("evidence", message)` when `evidence_json` is not evidence.
+#[pyfunction]
+fn write_manifest<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    evidence_json: &str,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let evidence = serde_json::from_str(evidence_json)
+        .map_err(|err| err.to_string())
+        .and_then(|value| sharing_manifest::evidence_from_json(&value));
+    let evidence = match evidence {
+        Ok(evidence) => evidence,
+        Err(message) => return convert::failure(py, "evidence", &message),
+    };
+    match py.detach(|| sharing_manifest::record_in_manifest(&path, &evidence)) {
+        Ok(()) => ("ok",).into_pyobject(py),
+        Err(err) => convert::failure(py, "manifest", &err.to_string()),
+    }
+}
+
+/// `merge`: the per-rank check of one run. `("ok", report)` or `("manifest", message)`.
+#[pyfunction]
+fn merge(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Bound<'_, PyTuple>> {
+    let mut inputs = Vec::with_capacity(paths.len());
+    for path in &paths {
+        match sharing_manifest::read_json_file(path) {
+            Ok(value) => inputs.push((path.display().to_string(), value)),
+            Err(err) => return convert::failure(py, "manifest", &err.to_string()),
+        }
+    }
+    let report = sharing_manifest::merge(&inputs);
+    ("ok", convert::to_py(py, &report.to_json())?).into_pyobject(py)
+}
+
+/// The compat layer's `resolve_mps_visibility_entries` with an injected `run_command`: the
+/// `nvidia-smi` table query goes through it, then the entries are rewritten by gpu-uuid's
+/// `mps_visibility_entries` and index order is checked by the policy's rule, as `visibility`
+/// does. `("ok", entries)` or `("rejected", code, message, [])`.
+#[pyfunction]
+fn visibility_with<'py>(
+    py: Python<'py>,
+    mask: &str,
+    run_command: Py<PyAny>,
+    timeout: f64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let rejected = |message: String| ("rejected", VISIBILITY_CODE, message, Vec::<String>::new());
+    match gpu_uuid::mps_visibility_entries(mask, None) {
+        Ok(entries) => return ("ok", entries).into_pyobject(py),
+        Err(gpu_uuid::VisibilityError::NoTable { .. }) => {} // indices: the table is needed
+        Err(err) => return rejected(err.to_string()).into_pyobject(py),
+    }
+    let runner = PyRunner::new(run_command);
+    let query = mps_host::gpu_query(deadline(timeout).map_err(PyValueError::new_err)?);
+    let record = py.detach(|| mps_host::Runner::run(&runner, &query));
+    let table = match sharing_policy::host_gpu_table(&record) {
+        Ok(table) => table,
+        Err(why) => {
+            let what = gpu_uuid::mps_visibility_entries(mask, None)
+                .err()
+                .map(|err| err.to_string())
+                .unwrap_or_default();
+            return rejected(format!("{what} (the table is unavailable because {why})"))
+                .into_pyobject(py);
+        }
+    };
+    let entries = match gpu_uuid::mps_visibility_entries(mask, Some(&table)) {
+        Ok(entries) => entries,
+        Err(err) => return rejected(err.to_string()).into_pyobject(py),
+    };
+    if !sharing_policy::index_order_trusted(&mps_host::read_env(), &table) {
+        let why = sharing_policy::Code::AmbiguousDeviceOrder.why();
+        return rejected(format!(
+            "CUDA_VISIBLE_DEVICES entries {mask:?} select GPUs by index, but index order cannot be trusted on this host: {why} Set CUDA_DEVICE_ORDER=PCI_BUS_ID, or write the entries as `GPU-` UUIDs from `nvidia-smi -L`"
+        ))
+        .into_pyobject(py);
+    }
+    ("ok", entries).into_pyobject(py)
+}
+
+/// The code of a `visibility` rejection (the CLI's `visibility` has no codes of its own).
+const VISIBILITY_CODE: &str = "visibility-unresolved";
+
+/// The comparison token of a GPU UUID (upper case, no `GPU-`, no dashes), as the reference's
+/// `canonicalize_gpu_uuid`.
+#[pyfunction]
+fn canonicalize_gpu_uuid(value: &str) -> String {
+    gpu_uuid::canonicalize_gpu_uuid(value)
+}
+
+/// The command line: `mps_preflight::run_status` on `argv` (program name first), without
+/// the GIL. Returns the exit status.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<OsString>) -> u8 {
+    py.detach(|| mps_preflight::run_status(argv))
+}
+
+/// The command line with its output kept: `(status, stdout, errors)`.
+#[pyfunction]
+fn run_captured(py: Python<'_>, argv: Vec<OsString>) -> (u8, String, Vec<String>) {
+    let captured = py.detach(|| mps_preflight::run_captured(argv));
+    (captured.status, captured.stdout, captured.errors)
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(probe, module)?)?;
+    module.add_function(wrap_pyfunction!(check, module)?)?;
+    module.add_function(wrap_pyfunction!(doctor, module)?)?;
+    module.add_function(wrap_pyfunction!(capture, module)?)?;
+    module.add_function(wrap_pyfunction!(write_manifest, module)?)?;
+    module.add_function(wrap_pyfunction!(merge, module)?)?;
+    module.add_function(wrap_pyfunction!(visibility_with, module)?)?;
+    module.add_function(wrap_pyfunction!(canonicalize_gpu_uuid, module)?)?;
+    module.add_function(wrap_pyfunction!(run_cli, module)?)?;
+    module.add_function(wrap_pyfunction!(run_captured, module)?)?;
+    module.add("SCHEMA", sharing_policy::SCHEMA)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! The one place the binding asks `sharing-policy` for a verdict, and so for its messages.
+//!
+//! Every native function that validates goes through [`judge`] and [`findings`]; when the
+//! policy takes a vocabulary (the CLI's own wording vs. the reference module's), the binding
+//! passes the reference vocabulary here, once, and the compat layer keeps the reference's
+//! wording without a message copied into Python.
+
+use sharing_policy::{Evidence, Finding, HostFacts, Request};
+
+/// The policy's answer to one request on one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per call, and the evidence is the common answer"
+)]
+pub enum Verdict {
+    /// Every prerequisite is proven (or the request is null): the evidence.
+    Valid(Evidence),
+    /// The first unmet prerequisite, and every unmet one (the first of which is it).
+    Rejected {
+        /// The first finding's stable code (`daemon-unreachable`, …).
+        code: &'static str,
+        /// The rejection's message, as the CLI prints it after `error: `.
+        message: String,
+        /// Every unmet prerequisite, as `doctor` lists them.
+        findings: Vec<Finding>,
+    },
+}
+
+/// Validates `request` against `facts`; a rejection comes with every finding.
+pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
+    match sharing_policy::validate(request, facts) {
+        Ok(evidence) => Verdict::Valid(evidence),
+        Err(rejection) => Verdict::Rejected {
+            code: rejection.code().as_str(),
+            message: rejection.to_string(),
+            findings: findings(request, facts),
+        },
+    }
+}
+
+/// Every unmet prerequisite of `request` on `facts` (empty when it validates).
+pub fn findings(request: &Request, facts: &HostFacts) -> Vec<Finding> {
+    sharing_policy::explain(request, facts)
+}

@@ -1,0 +1,136 @@
+//! What one Python call asks for: the request, and how patiently to observe the host.
+
+use std::time::Duration;
+
+use mps_host::ProbeOptions;
+use sharing_policy::Request;
+
+/// The arguments of `probe`, `check` and `doctor`, as the Python side passes them (a `dict`
+/// with these keys).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "python", derive(pyo3::FromPyObject), pyo3(from_item_all))]
+pub struct Spec {
+    /// The sharing mode as given; `None` or `"null"` (any case) is a null request.
+    pub mode: Option<String>,
+    /// The learner's device, e.g. `cuda:0`.
+    pub learner_device: String,
+    /// The collector's device, when there is one.
+    pub collector_device: Option<String>,
+    /// The simulation backend.
+    pub backend: String,
+    /// This rank.
+    pub rank: i64,
+    /// The number of ranks.
+    pub world_size: i64,
+    /// Backends that support process sharing.
+    pub supported_backends: Vec<String>,
+    /// The learner's GPU UUID as its own CUDA runtime reports it.
+    pub learner_uuid: Option<String>,
+    /// The deadline of each host query, in seconds.
+    pub timeout: f64,
+}
+
+impl Spec {
+    /// A request of rank 0 of 1, the default supported backend and deadline, no learner UUID.
+    pub fn new(
+        mode: Option<&str>,
+        learner_device: &str,
+        collector_device: Option<&str>,
+        backend: &str,
+    ) -> Self {
+        Self {
+            mode: mode.map(str::to_owned),
+            learner_device: learner_device.to_owned(),
+            collector_device: collector_device.map(str::to_owned),
+            backend: backend.to_owned(),
+            rank: 0,
+            world_size: 1,
+            supported_backends: vec![sharing_policy::DEFAULT_SUPPORTED_BACKEND.to_owned()],
+            learner_uuid: None,
+            timeout: mps_host::DEFAULT_TIMEOUT.as_secs_f64(),
+        }
+    }
+
+    /// The request as the policy reads it; `null` in any case is no mode, as on the command
+    /// line (`--request null`). Built on [`Request::new`], so a request field the policy adds
+    /// later starts at its default here too.
+    pub fn request(&self) -> Request {
+        let mode = self
+            .mode
+            .as_deref()
+            .filter(|mode| !mode.trim().eq_ignore_ascii_case("null"));
+        Request {
+            rank: self.rank,
+            world_size: self.world_size,
+            supported_backends: self.supported_backends.clone(),
+            ..Request::new(
+                mode,
+                &self.learner_device,
+                self.collector_device.as_deref(),
+                &self.backend,
+            )
+        }
+    }
+
+    /// What `probe` observes for `request`: what the CLI's `probe` observes.
+    ///
+    /// # Errors
+    /// The message of [`deadline`] for a timeout that is not a positive number of seconds.
+    pub fn probe_options(&self, request: &Request) -> Result<ProbeOptions, String> {
+        Ok(ProbeOptions {
+            timeout: deadline(self.timeout)?,
+            learner_uuid: self.learner_uuid.clone(),
+            observe_cuda: sharing_policy::observes_host(request),
+            ..ProbeOptions::default()
+        })
+    }
+}
+
+/// `timeout` seconds as a deadline: positive and finite, at least 1 ms as on the command line
+/// (`--timeout-ms 1`).
+///
+/// # Errors
+/// A message naming the value, for anything else.
+pub fn deadline(timeout: f64) -> Result<Duration, String> {
+    match Duration::try_from_secs_f64(timeout) {
+        Ok(duration) if duration >= Duration::from_millis(1) => Ok(duration),
+        _ => Err(format!(
+            "timeout must be a number of seconds of at least 0.001, got {timeout}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
+        for null in [None, Some("null"), Some(" NULL ")] {
+            let spec = Spec::new(null, "cuda:0", None, "mjwarp");
+            assert_eq!(spec.request().mode, None, "{null:?}");
+        }
+        for other in ["mps", "", "none"] {
+            let spec = Spec::new(Some(other), "cuda:0", None, "mjwarp");
+            assert_eq!(spec.request().mode.as_deref(), Some(other));
+        }
+    }
+
+    #[test]
+    fn a_deadline_is_at_least_a_millisecond_and_finite() {
+        assert_eq!(deadline(5.0), Ok(Duration::from_secs(5)));
+        assert_eq!(deadline(0.001), Ok(Duration::from_millis(1)));
+        for bad in [0.0, 0.0005, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(deadline(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_null_request_on_a_cpu_learner_observes_nothing() {
+        let spec = Spec::new(None, "cpu", None, "mjwarp");
+        let options = spec.probe_options(&spec.request()).unwrap();
+        assert!(!options.observe_cuda);
+        let spec = Spec::new(Some("mps"), "cpu", None, "mjwarp");
+        assert!(spec.probe_options(&spec.request()).unwrap().observe_cuda);
+    }
+}

@@ -1,0 +1,285 @@
+"""The native API on fake hosts, against the command line on the same host."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import mps_preflight
+from conftest import (
+    FIXTURES, GPU0, GPU1, MPS, MPS_FLAGS, ROW0, TOKEN0, FakeHost, is_dead,
+)
+
+FIXTURE_FILES = sorted(FIXTURES.glob("*.json"))
+
+
+def test_the_fixtures_are_there() -> None:
+    assert len(FIXTURE_FILES) >= 10, FIXTURES
+
+
+@pytest.mark.parametrize("fixture", FIXTURE_FILES, ids=lambda path: path.stem)
+def test_check_of_every_fixture_equals_the_cli(fixture: Path, host: FakeHost) -> None:
+    run = host.cli("check", "--snapshot", str(fixture), *MPS_FLAGS)
+    if run.code == 0:
+        assert mps_preflight.check(fixture, **MPS).to_dict() == run.json()
+    elif run.code == 2:
+        with pytest.raises(mps_preflight.SnapshotError) as unreadable:
+            mps_preflight.check(fixture, **MPS)
+        assert run.stderr == f"error: {unreadable.value}\n"
+    else:
+        with pytest.raises(mps_preflight.Rejected) as caught:
+            mps_preflight.check(fixture, **MPS)
+        assert str(caught.value) == run.error()
+        assert caught.value.findings[0].code == caught.value.code
+        assert caught.value.findings[0].message == str(caught.value)
+
+
+def test_a_healthy_host_validates_as_the_cli_says(host: FakeHost) -> None:
+    host.healthy()
+    evidence = mps_preflight.probe(**MPS)
+    assert evidence.validated is True
+    assert (evidence.server_pid, evidence.control_pipe_kind) == (4428, "unix_socket")
+    assert evidence.learner_gpu_uuid == evidence.collector_gpu_uuid == TOKEN0
+    assert evidence.control_pipe == str(host.pipe / "control")
+    assert evidence.to_dict() == host.cli("probe", *MPS_FLAGS).json()
+    assert list(evidence.to_dict()) == list(host.cli("probe", *MPS_FLAGS).json())
+
+
+def test_a_rejection_is_the_cli_message_with_its_code_and_findings(host: FakeHost) -> None:
+    host.one_gpu().socket().daemon_gone()
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.probe(**MPS)
+    err = caught.value
+    assert isinstance(err, ValueError)
+    assert err.code == "daemon-unreachable"
+    assert str(err) == host.cli("probe", *MPS_FLAGS).error()
+    assert not str(err).startswith("error:")
+    assert "could not reach the control daemon" in str(err)
+    assert [finding.code for finding in err.findings] == ["daemon-unreachable"]
+    copy = pickle.loads(pickle.dumps(err))  # e.g. across a multiprocessing pool
+    assert (str(copy), copy.code, copy.findings) == (str(err), err.code, err.findings)
+
+
+def test_doctor_lists_what_the_cli_lists(host: FakeHost) -> None:
+    # No nvidia-smi, no control pipe, no daemon front-end.
+    findings = mps_preflight.doctor(**MPS)
+    report = json.loads(host.cli("doctor", *MPS_FLAGS, "--format", "json").stdout)
+    assert [f.to_dict() for f in findings] == report["findings"]
+    assert len(findings) >= 2
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.probe(**MPS)
+    assert caught.value.code == findings[0].code
+    assert caught.value.findings == findings
+    assert mps_preflight.doctor(**{**MPS, "request": None}) == []
+
+
+def test_a_null_request_never_fails_and_records_the_ambient_daemon(host: FakeHost) -> None:
+    null = {**MPS, "request": None}
+    assert mps_preflight.probe(**null).ambient_server is False
+    host.healthy()
+    ambient = mps_preflight.probe(**null)
+    assert (ambient.configured, ambient.validated, ambient.ambient_server) == (None, False, True)
+    assert mps_preflight.probe(**{**MPS, "request": "NULL"}) == ambient
+    assert ambient.to_dict() == host.cli("probe", *MPS_FLAGS[2:]).json()
+
+
+def test_capture_is_the_snapshot_check_reads_in_every_form(host: FakeHost, tmp_path: Path) -> None:
+    host.healthy()
+    snapshot = mps_preflight.capture()
+    assert snapshot["schema"] == mps_preflight.SCHEMA
+    assert snapshot["env"]["cuda_mps_pipe_directory"] == str(host.pipe)
+    expected = mps_preflight.probe(**MPS)
+    path = tmp_path / "host.json"
+    path.write_text(json.dumps(snapshot))
+    for form in (snapshot, json.dumps(snapshot), path, str(path)):
+        assert mps_preflight.check(form, **MPS) == expected
+    # A learner UUID given to check replaces the recorded one, as --learner-uuid does.
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(snapshot, **MPS, learner_uuid=GPU1)
+    assert caught.value.code == "different-gpus"
+    assert mps_preflight.capture(learner_uuid=GPU0)["learner_uuid"] == GPU0
+
+
+def test_unreadable_snapshots_are_snapshot_errors(tmp_path: Path) -> None:
+    other = json.loads((FIXTURES / "healthy-socket-with-server.json").read_text())
+    other["schema"] = "mps-preflight/host-facts/v0"
+    (tmp_path / "bad.json").write_text("{")
+    cases = {
+        "missing": tmp_path / "missing.json",
+        "not JSON": tmp_path / "bad.json",
+        "a directory": tmp_path,
+        "another schema": other,
+        "not a snapshot": "{}",
+    }
+    for what, snapshot in cases.items():
+        with pytest.raises(mps_preflight.SnapshotError) as caught:
+            mps_preflight.check(snapshot, **MPS)
+        assert isinstance(caught.value, OSError) and isinstance(caught.value, ValueError), what
+    with pytest.raises(mps_preflight.SnapshotError, match="capture the host again"):
+        mps_preflight.check(other, **MPS)
+
+
+def test_visibility_rewrites_indices_as_the_cli_does(host: FakeHost) -> None:
+    host.two_gpus()
+    assert mps_preflight.visibility("1") == GPU1
+    assert mps_preflight.visibility("0,1") == f"{GPU0},{GPU1}"
+    assert mps_preflight.visibility() == f"{GPU0},{GPU1}"
+    assert host.cli("visibility").stdout == f"{GPU0},{GPU1}\n"
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.visibility("2")
+    assert str(caught.value) == host.cli("visibility", "--devices", "2").error()
+    host.gpus(ROW0)
+    assert mps_preflight.visibility(GPU1) == GPU1  # a UUID needs no table
+
+
+def test_canonicalize_gpu_uuid_is_the_reference_token() -> None:
+    assert mps_preflight.canonicalize_gpu_uuid(f" {GPU0.lower()}\n") == TOKEN0
+    assert mps_preflight.canonicalize_gpu_uuid("8932f937-d72c-4106-c12f-20bd9faed9f6") == TOKEN0
+
+
+def _evidence() -> mps_preflight.Evidence:
+    return mps_preflight.check(FIXTURES / "healthy-socket-with-server.json", **MPS)
+
+
+def test_evidence_is_frozen_ordered_comparable_and_picklable() -> None:
+    evidence = _evidence()
+    with pytest.raises(AttributeError):
+        evidence.validated = False  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        evidence.no_such_key  # noqa: B018
+    data = evidence.to_dict()
+    data["validated"] = False
+    assert evidence.validated is True, "to_dict returns a copy"
+    assert list(evidence.to_dict())[:15] == [
+        "configured", "effective", "validated", "rank", "world_size", "learner_device",
+        "collector_device", "learner_gpu_uuid", "collector_gpu_uuid", "pipe_directory_env",
+        "pipe_directory", "control_pipe", "control_pipe_kind", "server_pid", "ambient_server",
+    ]
+    assert pickle.loads(pickle.dumps(evidence)) == evidence
+    assert hash(evidence) == hash(_evidence())
+    assert "daemon_pid" in dir(evidence) and "daemon_pid=2718" in repr(evidence)
+
+
+def test_record_and_write_manifest_keep_every_other_key(tmp_path: Path) -> None:
+    evidence = _evidence()
+    manifest: dict[str, object] = {"run_id": "abc"}
+    mps_preflight.record(manifest, evidence)
+    assert manifest == {"run_id": "abc", "cuda_process_sharing": evidence.to_dict()}
+
+    path = tmp_path / "manifest.json"
+    path.write_text('{"run_id": "abc", "steps": 10}')
+    mps_preflight.write_manifest(path, evidence)
+    written = json.loads(path.read_text())
+    assert list(written) == ["run_id", "steps", "cuda_process_sharing"]
+    assert written["cuda_process_sharing"] == evidence.to_dict()
+
+    mps_preflight.write_manifest(tmp_path / "new.json", evidence)
+    assert json.loads((tmp_path / "new.json").read_text()) == {"cuda_process_sharing": evidence.to_dict()}
+
+
+def test_a_manifest_that_is_not_an_object_is_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(mps_preflight.ManifestError, match="not a JSON object") as caught:
+        mps_preflight.write_manifest(path, _evidence())
+    assert isinstance(caught.value, OSError)
+    assert path.read_text() == "[1, 2]"
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    with pytest.raises(mps_preflight.ManifestError, match="symbolic link"):
+        mps_preflight.write_manifest(link, _evidence())
+
+
+def test_merge_checks_the_ranks_of_one_run(tmp_path: Path) -> None:
+    ranks = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.json"
+        evidence = mps_preflight.check(
+            FIXTURES / "healthy-socket-with-server.json", **MPS, rank=rank, world_size=2
+        )
+        mps_preflight.write_manifest(path, evidence)
+        ranks.append(path)
+    report = mps_preflight.merge(ranks)
+    assert report["consistent"] is True and report["world_size"] == 2
+    short = mps_preflight.merge(ranks[:1])
+    assert short["consistent"] is False
+    assert [finding["code"] for finding in short["findings"]] == ["missing-rank"]
+    with pytest.raises(mps_preflight.ManifestError):
+        mps_preflight.merge([tmp_path / "missing.json"])
+
+
+def test_arguments_are_checked_as_the_cli_checks_them() -> None:
+    fixture = FIXTURES / "healthy-socket-with-server.json"
+    with pytest.raises(TypeError, match="learner_device"):
+        mps_preflight.check(fixture, request="mps", backend="mjwarp")
+    with pytest.raises(TypeError, match="rank"):
+        mps_preflight.check(fixture, **MPS, rank=True)
+    with pytest.raises(TypeError, match="supported_backends"):
+        mps_preflight.check(fixture, **MPS, supported_backends="mjwarp")
+    with pytest.raises(ValueError, match="timeout"):
+        mps_preflight.probe(**MPS, timeout=0)
+    # Out-of-range integers reach the policy, which refuses them (not a usage error).
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(fixture, **MPS, rank=2**70)
+    assert caught.value.code == "invalid-rank"
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(fixture, **{**MPS, "request": "bogus"})
+    assert caught.value.code == "unsupported-mode"
+
+
+def test_the_gil_is_released_while_a_query_hangs(host: FakeHost) -> None:
+    host.one_gpu().socket().script("nvidia-cuda-mps-control", "exec /bin/sleep 30")
+    ticks = 0
+    stop = threading.Event()
+
+    def count() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        with pytest.raises(mps_preflight.Rejected) as caught:
+            mps_preflight.probe(**MPS, timeout=1.0)
+    finally:
+        stop.set()
+        counter.join()
+    assert caught.value.code == "daemon-timed-out"
+    # A held GIL would have let the counter run only at the switch interval's mercy around
+    # the call, not for a whole second of 1 ms sleeps.
+    assert ticks > 100, ticks
+
+
+def test_nothing_is_left_running_after_a_timeout(host: FakeHost) -> None:
+    pids = host.root / "pids"
+    host.one_gpu().socket().script(
+        "nvidia-cuda-mps-control",
+        f"echo $$ >> {pids}\n/bin/sleep 30 &\necho $! >> {pids}\nwait",
+    )
+    with pytest.raises(mps_preflight.Rejected, match="did not answer within 500 ms") as caught:
+        mps_preflight.probe(**MPS, timeout=0.5)
+    assert caught.value.code == "daemon-timed-out"
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) == 2
+    deadline = time.monotonic() + 5
+    while not all(is_dead(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(is_dead(pid) for pid in started), started
+
+
+def test_the_console_command_is_the_cli(host: FakeHost) -> None:
+    fixture = str(FIXTURES / "healthy-socket-with-server.json")
+    ok = host.cli("check", "--snapshot", fixture, *MPS_FLAGS)
+    assert ok.json() == mps_preflight.check(fixture, **MPS).to_dict()
+    assert host.cli("check", "--snapshot", str(host.root / "missing.json"), *MPS_FLAGS).code == 2
+    assert host.cli("--rank").code == 2
+    version = host.cli("--version")
+    assert (version.code, version.stdout) == (0, f"mps-preflight {mps_preflight.__version__}\n")
+    assert host.cli("probe", "--help").stdout.startswith("Observe this host")

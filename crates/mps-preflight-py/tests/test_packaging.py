@@ -1,0 +1,52 @@
+"""What `pip install` gives: typed, cheap to import, and importing loads nothing heavy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def _mypy(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=HERE,
+    )
+
+
+def test_the_stubs_type_a_launcher_under_mypy_strict() -> None:
+    ok = _mypy(HERE / "typing_usage.py")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_mypy_strict_catches_a_misuse() -> None:
+    bad = _mypy(HERE / "typing_misuse.py")
+    assert bad.returncode == 1, bad.stdout
+    assert 'Argument "backend"' in bad.stdout
+    assert "incompatible type" in bad.stdout.lower()
+
+
+def test_import_loads_no_torch_no_subprocess_and_no_compat() -> None:
+    probe = (
+        "import sys, mps_preflight; "
+        "print(' '.join(m for m in ('torch', 'subprocess', 'dataclasses', 'json', "
+        "'mps_preflight.compat') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == []
+    compat = subprocess.run(
+        [sys.executable, "-I", "-c", probe.replace("mps_preflight;", "mps_preflight; mps_preflight.probe_cuda_process_sharing;")],
+        capture_output=True, text=True, check=True,
+    )
+    assert "mps_preflight.compat" in compat.stdout.split()
+    assert "torch" not in compat.stdout.split()
+
+
+def test_python_m_runs_the_command_line() -> None:
+    run = subprocess.run([sys.executable, "-m", "mps_preflight", "--version"], capture_output=True, text=True, check=False)
+    assert (run.returncode, run.stdout.split()[0]) == (0, "mps-preflight")

@@ -1,0 +1,372 @@
+//! The ordered checks of an explicit request. `validate` reports the first finding, `explain`
+//! all of them; both come from this one walk, so they cannot disagree. `validate` stops the
+//! walk at its first finding ([`Wanted::First`]), so a rejection builds one message.
+//!
+//! Each family of prerequisites has its own module, in the order of the walk: the request
+//! (`request`), the GPU identity (`identity`), the control pipe (`pipe`), the daemon's answer
+//! (`liveness`), then what "served" needs: the daemon's GPU scope (`scope`), the servers'
+//! owner (`owner`) and the GPU's compute mode (`compute`).
+
+mod compute;
+mod identity;
+mod liveness;
+mod owner;
+mod pipe;
+mod request;
+mod scope;
+
+use gpu_uuid::{GpuTableView, GpuUuid};
+
+use crate::daemon;
+use crate::gpu;
+use crate::served::{self, DaemonProcess, ServedFacts};
+use crate::{Code, EnvFacts, Evidence, Finding, HostFacts, OsText, Request, start};
+use pipe::PipeEvidence;
+
+pub(crate) use pipe::MAX_SOCKET_PATH;
+
+/// The prefix of every explicit-request message, as in the seed.
+const MPS: &str = "training.cuda_process_sharing='mps'";
+
+/// The prefix of the learner-identity messages (the seed drops `='mps'` there).
+const SHARING: &str = "training.cuda_process_sharing";
+
+/// How many findings the caller of [`explicit`] needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    /// The first one (`validate`): the walk stops there.
+    First,
+    /// Every one (`explain`).
+    All,
+}
+
+/// The unmet prerequisites of a request: at least one.
+pub(crate) struct Unmet {
+    /// The first, in the seed's order: what `validate` rejects with.
+    pub(crate) first: Finding,
+    /// The others, in order (none when only the first was wanted).
+    pub(crate) rest: Vec<Finding>,
+}
+
+/// The findings of one walk, built only while the caller still needs them.
+struct Findings {
+    wanted: Wanted,
+    first: Option<Finding>,
+    rest: Vec<Finding>,
+}
+
+impl Findings {
+    fn new(wanted: Wanted) -> Self {
+        Self {
+            wanted,
+            first: None,
+            rest: Vec::new(),
+        }
+    }
+
+    /// Whether any prerequisite is unmet so far.
+    fn any(&self) -> bool {
+        self.first.is_some()
+    }
+
+    /// Whether the caller has every finding it wants, so the rest of the walk can be skipped.
+    fn settled(&self) -> bool {
+        self.wanted == Wanted::First && self.first.is_some()
+    }
+
+    /// Records a finding; `finding` is not called when the caller has what it wants.
+    fn push(&mut self, finding: impl FnOnce() -> Finding) {
+        if self.first.is_none() {
+            self.first = Some(finding());
+        } else if self.wanted == Wanted::All {
+            self.rest.push(finding());
+        }
+    }
+
+    /// `Ok` when nothing is unmet.
+    #[expect(
+        clippy::result_large_err,
+        reason = "once per walk, and the evidence on the Ok side is larger still"
+    )]
+    fn into_unmet(self) -> Result<(), Unmet> {
+        match self.first {
+            Some(first) => Err(Unmet {
+                first,
+                rest: self.rest,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What the identity checks established.
+#[derive(Default)]
+struct Identity {
+    learner: Option<GpuUuid>,
+    collector: Option<GpuUuid>,
+}
+
+impl Identity {
+    /// The GPU a suggested daemon should be pinned to: the one both sides agree on, or the
+    /// only one known.
+    fn pin(&self) -> Option<GpuUuid> {
+        match (self.learner, self.collector) {
+            (Some(l), Some(c)) if l != c => None,
+            (Some(uuid), _) | (None, Some(uuid)) => Some(uuid),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Walks the prerequisites of an explicit request in the seed's order: the evidence and the
+/// warnings (what could not be verified) when every one is proven, else the unmet ones (only
+/// the first when that is all the caller wants).
+#[expect(
+    clippy::result_large_err,
+    reason = "once per walk, and the evidence on the Ok side is larger still"
+)]
+pub(crate) fn explicit(
+    request: &Request,
+    facts: &HostFacts,
+    wanted: Wanted,
+) -> Result<(Evidence, Vec<Finding>), Unmet> {
+    let mut findings = Findings::new(wanted);
+    let checked = request::check(request, facts, &mut findings);
+    let host = if checked.schema_ok {
+        check_host(request, facts, &checked, &mut findings)
+    } else {
+        HostChecks::default()
+    };
+    findings.into_unmet()?;
+
+    let (pipe_directory, control_pipe, control_pipe_kind) = PipeEvidence::fields(host.pipe);
+    let served = host.served;
+    let evidence = Evidence {
+        configured: Some("mps".to_owned()),
+        effective: Some("mps".to_owned()),
+        validated: true,
+        rank: request.rank,
+        world_size: request.world_size,
+        learner_device: checked.learner_index.map(cuda_device),
+        collector_device: checked.collector_index.map(cuda_device),
+        learner_gpu_uuid: host.identity.learner.map(|u| u.canonical_token()),
+        collector_gpu_uuid: host.identity.collector.map(|u| u.canonical_token()),
+        pipe_directory_env: facts
+            .env
+            .cuda_mps_pipe_directory
+            .as_ref()
+            .map(OsText::to_string_lossy),
+        pipe_directory,
+        control_pipe,
+        control_pipe_kind,
+        server_pid: host.server_pid,
+        ambient_server: false,
+        daemon_pid: host.daemon_pid.or(served.facts.daemon_pid),
+        caller_uid: served.facts.caller_uid,
+        server_uids: served.facts.server_uids,
+        daemon_visible_devices: served.facts.daemon_visible_devices,
+        daemon_multiuser: served.facts.daemon_multiuser,
+        compute_mode: served.facts.compute_mode,
+        driver_version: served.facts.driver_version,
+        unverified: served.unverified,
+        host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
+    };
+    Ok((evidence, served.warnings))
+}
+
+/// What the host checks established, for the evidence.
+#[derive(Default)]
+struct HostChecks {
+    identity: Identity,
+    pipe: Option<PipeEvidence>,
+    server_pid: Option<i64>,
+    daemon_pid: Option<i64>,
+    served: Served,
+}
+
+/// What the "served" families established: the facts, and what could not be verified.
+#[derive(Default)]
+struct Served {
+    facts: ServedFacts,
+    /// The codes of the unverified prerequisites, in order.
+    unverified: Vec<Code>,
+    /// The same, as findings that say how to verify each (`doctor`'s warnings).
+    warnings: Vec<Finding>,
+}
+
+impl Served {
+    /// Records an unverified prerequisite: a warning, or a rejection under
+    /// `--require-verified`.
+    fn unverified(&mut self, request: &Request, findings: &mut Findings, finding: Finding) {
+        if request.require_verified {
+            findings.push(|| finding);
+        } else {
+            self.unverified.push(finding.code);
+            self.warnings.push(finding);
+        }
+    }
+}
+
+/// What the "served" families look at: the proven GPU and the daemon that answered.
+struct Context<'a> {
+    request: &'a Request,
+    facts: &'a HostFacts,
+    table: &'a GpuTableView<'a>,
+    gpu: GpuUuid,
+    directory: &'a OsText,
+    daemon: DaemonProcess<'a>,
+}
+
+impl Context<'_> {
+    /// `<directory>/control`, for messages.
+    fn control_path(&self) -> String {
+        control_path(&self.directory.to_string_lossy())
+    }
+
+    /// The command that starts a daemon for this GPU on this pipe directory.
+    fn start(&self) -> String {
+        start_command(
+            &self.directory.to_string_lossy(),
+            &self.facts.env,
+            Some(self.gpu),
+        )
+    }
+}
+
+/// The checks of a snapshot's host facts, in order: the GPUs, the control pipe, the daemon,
+/// then whether that daemon will serve both processes on that GPU (scope, servers' owner,
+/// compute mode). Each is skipped once the caller has the findings it wants; the served
+/// checks run only once everything before them is proven, since they depend on it.
+fn check_host(
+    request: &Request,
+    facts: &HostFacts,
+    checked: &request::Checked,
+    findings: &mut Findings,
+) -> HostChecks {
+    let mut host = HostChecks::default();
+    if findings.settled() {
+        return host;
+    }
+    let text = gpu::host_text(facts.gpu_query.as_ref());
+    let table = gpu::parse_table(&text);
+    host.identity = identity::check(
+        facts,
+        &table,
+        checked.learner_index,
+        checked.collector_index,
+        findings,
+    );
+    if findings.settled() {
+        return host;
+    }
+    let (pin, directory) = (host.identity.pin(), facts.env.pipe_directory());
+    host.pipe = pipe::check(facts, &directory, pin, findings);
+    if findings.settled() {
+        return host;
+    }
+    host.server_pid = liveness::check(facts, &directory, pin, findings);
+    host.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
+    let (Some(gpu), Ok(table), false) = (pin, &table, findings.any()) else {
+        return host;
+    };
+    host.served.facts = served::served_facts(facts, &text, pin, directory.as_bytes());
+    let context = Context {
+        request,
+        facts,
+        table,
+        gpu,
+        directory: &directory,
+        daemon: served::identify(facts, directory.as_bytes()),
+    };
+    scope::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
+    owner::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
+    compute::check(&context, &mut host.served, findings);
+    host
+}
+
+/// `cuda:<index>`, for the evidence; the usual one-digit indices without `format!`.
+fn cuda_device(index: u32) -> String {
+    const ONE_DIGIT: [&str; 10] = [
+        "cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:4", "cuda:5", "cuda:6", "cuda:7", "cuda:8",
+        "cuda:9",
+    ];
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| ONE_DIGIT.get(i))
+        .map_or_else(|| format!("cuda:{index}"), |device| (*device).to_owned())
+}
+
+/// `text` without a trailing period, so it can be followed by ". ".
+fn clause(text: &str) -> &str {
+    text.trim_end().trim_end_matches('.')
+}
+
+fn inconsistent(what: String) -> Finding {
+    Finding::new(
+        Code::InconsistentSnapshot,
+        format!(
+            "{MPS} cannot use this host snapshot: {what}. Capture the host again with mps-preflight."
+        ),
+        what,
+        "capture the host again with mps-preflight".to_owned(),
+    )
+}
+
+/// The command that starts a daemon on `directory` with `env`'s log directory, pinned to the
+/// GPU when it is known (the control pipe's and the daemon's messages both suggest it).
+fn start_command(directory: &str, env: &EnvFacts, pin: Option<GpuUuid>) -> String {
+    let pin = pin.map(|uuid| {
+        let mut text = String::with_capacity(40);
+        uuid.push_to(&mut text);
+        text
+    });
+    start::render(
+        directory,
+        env.cuda_mps_log_directory.as_ref(),
+        pin.as_deref(),
+    )
+}
+
+/// `<directory>/control` as text: `facts::join`, which adds a `/` unless there is one.
+fn control_path(directory: &str) -> String {
+    let name = crate::CONTROL_PIPE_NAME;
+    let mut path = String::with_capacity(directory.len() + 1 + name.len());
+    path.push_str(directory);
+    if !path.ends_with('/') {
+        path.push('/');
+    }
+    path.push_str(name);
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn control_path_joins_lossy_text_as_bytes_join(bytes in proptest::collection::vec(
+            // `/`, ASCII, and bytes that start, continue or break a UTF-8 sequence.
+            proptest::sample::select(vec![b'/', b'a', 0xc3, 0xa9, 0xe2, 0x82, 0xff]), 0..12)) {
+            let directory = OsText::from_bytes(bytes);
+            let joined = crate::facts::join(&directory, crate::CONTROL_PIPE_NAME);
+            proptest::prop_assert_eq!(
+                control_path(&directory.to_string_lossy()),
+                joined.to_string_lossy()
+            );
+        }
+    }
+
+    #[test]
+    fn cuda_device_writes_any_index() {
+        for index in [0, 1, 7, 9, 10, 42, 100, u32::MAX] {
+            assert_eq!(cuda_device(index), format!("cuda:{index}"));
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The server owner family: a daemon runs one server at a time, and a server of another user
+//! makes this job's clients queue behind it, unless the daemon runs in multi-user mode
+//! (mps.md F17, T8).
+
+use super::{Context, Findings, MPS, Served};
+use crate::served::{self, DaemonProcess, Owner};
+use crate::{Code, Finding};
+
+/// How to make the servers' owners readable.
+const VERIFY: &str = "run the probe as root, or where /proc is not mounted with hidepid, so that the servers' /proc/<pid>/status is readable (with --require-verified this is a rejection)";
+
+/// Every listed server runs as the probing user, or the daemon is in multi-user mode.
+pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut Findings) {
+    let facts = context.facts;
+    let pids = served::server_pids(facts.daemon_query.as_ref(), context.directory.as_bytes());
+    if pids.is_empty() {
+        return; // an idle daemon: no server to queue behind
+    }
+    let multiuser = match &context.daemon {
+        DaemonProcess::Found(daemon) => daemon.cmdline.as_deref().map(served::is_multiuser),
+        DaemonProcess::Unknown(_) => None,
+    };
+    if multiuser == Some(true) {
+        return; // the evidence's daemon_multiuser says why
+    }
+    let Some(caller) = facts.caller else {
+        let why = "the probing user's UID was not recorded (a v1 snapshot)".to_owned();
+        served.unverified(context.request, findings, unverified(context, why));
+        return;
+    };
+    let owners = served::server_owners(facts, &pids);
+    let others: Vec<(i64, u32)> = owners
+        .iter()
+        .filter_map(|(pid, owner)| match owner {
+            Owner::Uid(uid) if *uid != caller.euid => Some((*pid, *uid)),
+            _ => None,
+        })
+        .collect();
+    if !others.is_empty() {
+        findings.push(|| another_user(context, &others, caller.euid, multiuser));
+        return;
+    }
+    let unknown: Vec<String> = owners
+        .into_iter()
+        .filter_map(|(pid, owner)| match owner {
+            Owner::Unknown(why) => Some(format!("server PID {pid}: {why}")),
+            Owner::Uid(_) => None,
+        })
+        .collect();
+    if !unknown.is_empty() {
+        served.unverified(
+            context.request,
+            findings,
+            unverified(context, unknown.join("; ")),
+        );
+    }
+}
+
+fn unverified(context: &Context<'_>, why: String) -> Finding {
+    Finding::new(
+        Code::ServerOwnerUnverified,
+        [
+            MPS,
+            " could not verify that the MPS servers of the control daemon at ",
+            &context.control_path(),
+            " run as this user: ",
+            super::clause(&why),
+            ". To verify it, ",
+            VERIFY,
+            ".",
+        ]
+        .concat(),
+        why,
+        VERIFY.to_owned(),
+    )
+}
+
+/// The finding for servers of other users.
+fn another_user(
+    context: &Context<'_>,
+    others: &[(i64, u32)],
+    ours: u32,
+    multiuser: Option<bool>,
+) -> Finding {
+    let listed = others
+        .iter()
+        .map(|(pid, uid)| format!("PID {pid} (uid {uid})"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let found = format!("MPS server {listed}; this process is uid {ours}");
+    let first_uid = others.first().map_or(0, |(_, uid)| *uid);
+    let mode = if multiuser.is_none() {
+        " Whether the daemon runs in multi-user mode could not be verified (its process or command line was not observed)."
+    } else {
+        ""
+    };
+    let fix = format!(
+        "wait for that job to finish, run as uid {first_uid}, or use a control daemon started in multi-user mode (nvidia-cuda-mps-control -d -m, Volta or newer)"
+    );
+    Finding::new(
+        Code::ServerOfAnotherUser,
+        [
+            MPS,
+            " would queue behind another user's MPS server at ",
+            &context.control_path(),
+            ": ",
+            &found,
+            ". The daemon asks that server to exit once its clients finish and holds this job's clients until then (a hang at CUDA init, or a run serialised behind another job).",
+            mode,
+            " Either ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        found,
+        fix,
+    )
+}

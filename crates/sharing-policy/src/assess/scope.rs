@@ -1,0 +1,109 @@
+//! The daemon scope family: the `CUDA_VISIBLE_DEVICES` the daemon started with defines the GPUs
+//! it serves, renumbered from 0 (mps.md F5, T5).
+
+use super::{Context, Findings, MPS, Served};
+use crate::served::{self, DaemonProcess, Scope};
+use crate::text::repr;
+use crate::{Code, Finding};
+
+/// How to make the daemon's environment readable.
+const VERIFY: &str = "run the probe as root or as the daemon's user, so that the daemon's /proc/<pid>/environ is readable (with --require-verified this is a rejection)";
+
+/// The GPU is in the daemon's scope, and a client index is not renumbered by it.
+pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut Findings) {
+    let scope = match &context.daemon {
+        DaemonProcess::Found(daemon) => served::scope(daemon, context.table, context.gpu),
+        DaemonProcess::Unknown(why) => Scope::Unknown(format!(
+            "the control daemon's process was not identified: {why}"
+        )),
+    };
+    let path = context.control_path();
+    let daemon_mask = match scope {
+        Scope::Unscoped => return,
+        Scope::Unknown(why) => {
+            let finding = Finding::new(
+                Code::DaemonScopeUnverified,
+                [
+                    MPS,
+                    " could not verify which GPUs the control daemon at ",
+                    &path,
+                    " serves: ",
+                    super::clause(&why),
+                    ". To verify it, ",
+                    VERIFY,
+                    ".",
+                ]
+                .concat(),
+                why,
+                VERIFY.to_owned(),
+            );
+            served.unverified(context.request, findings, finding);
+            return;
+        }
+        Scope::Excludes { mask, detail } => {
+            findings.push(|| outside(context, &path, &mask, &detail));
+            return;
+        }
+        Scope::Covers(mask) => mask,
+    };
+    let client_mask = context.facts.env.cuda_visible_devices.as_ref();
+    if let Some(index) = served::renumbered_index(client_mask) {
+        findings.push(|| {
+            let client = client_mask.map(crate::OsText::to_string_lossy).unwrap_or_default();
+            let found = format!(
+                "CUDA_VISIBLE_DEVICES={} (index {index}) against a daemon scoped to CUDA_VISIBLE_DEVICES={}",
+                repr(&client),
+                repr(&daemon_mask)
+            );
+            let fix = "name the GPU by UUID: devices=$(mps-preflight visibility) && export CUDA_VISIBLE_DEVICES=\"$devices\"".to_owned();
+            Finding::new(
+                Code::DaemonIndexRemap,
+                [
+                    MPS,
+                    " cannot use ",
+                    &found,
+                    " at ",
+                    &path,
+                    ": the daemon renumbers the GPUs it serves from 0, so index ",
+                    &index.to_string(),
+                    " names a device that does not exist there (\"No CUDA GPUs are available\") or another GPU. Use `mps-preflight visibility` to ",
+                    &fix,
+                    ".",
+                ]
+                .concat(),
+                found,
+                fix,
+            )
+        });
+    }
+}
+
+/// The finding for a GPU the daemon's mask leaves out.
+fn outside(context: &Context<'_>, path: &str, mask: &str, detail: &str) -> Finding {
+    let gpu = context.gpu.to_string();
+    let start = context.start();
+    let found = format!(
+        "the daemon's CUDA_VISIBLE_DEVICES={} does not include {gpu} ({detail})",
+        repr(mask)
+    );
+    let fix = format!(
+        "run both processes on a GPU the daemon serves, or start a daemon for {gpu} on its own CUDA_MPS_PIPE_DIRECTORY: {start}"
+    );
+    Finding::new(
+        Code::GpuOutsideDaemonScope,
+        [
+            MPS,
+            " cannot share GPU ",
+            &gpu,
+            " through the control daemon at ",
+            path,
+            ": ",
+            &found,
+            ", so a client on that GPU sees no CUDA device. Either ",
+            &fix,
+        ]
+        .concat(),
+        found,
+        fix,
+    )
+}

@@ -1,0 +1,105 @@
+//! Schema v2's process facts: who asked, who owns the listed servers, and the control daemon's
+//! own process. Raw, as `mps-host` cut them from `/proc`; the validator interprets them
+//! (`served`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::OsText;
+
+/// What `/proc/<pid>/comm` shows for the control daemon (and its servers): the kernel keeps
+/// 15 bytes of `nvidia-cuda-mps-control`. A `/proc` scan records every process of this name.
+pub const DAEMON_COMM: &str = "nvidia-cuda-mps";
+
+/// The variables of the daemon's `/proc/<pid>/environ` that are recorded (raw): its GPU scope,
+/// its pipe directory, its protocol, and the order its index mask is read in.
+pub const DAEMON_ENVIRON_VARS: [&str; 4] = [
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "CUDA_MPS_PROTOCOL_VERSION",
+    "CUDA_DEVICE_ORDER",
+];
+
+/// The probing process's user IDs (`getuid`, `geteuid`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CallerFacts {
+    /// The real UID.
+    pub uid: u32,
+    /// The effective UID (what the daemon sees on its socket, and what a server would run as).
+    pub euid: u32,
+}
+
+/// One process as `/proc/<pid>` showed it, raw. A file that could not be read has its OS error
+/// in `errors`, keyed by the file's name (`status`, `comm`, `cmdline`, `environ`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ProcessFacts {
+    /// The PID.
+    pub pid: i64,
+    /// The text after `Uid:` in `/proc/<pid>/status` (real, effective, saved and filesystem
+    /// UIDs, tab-separated), uncut.
+    pub status_uid: Option<String>,
+    /// `/proc/<pid>/comm` without its newline.
+    pub comm: Option<String>,
+    /// `/proc/<pid>/cmdline`, split at its NUL bytes (recorded for daemon candidates only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline: Option<Vec<OsText>>,
+    /// The [`DAEMON_ENVIRON_VARS`] that `/proc/<pid>/environ` sets (an absent key is unset;
+    /// recorded for daemon candidates only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environ: Option<BTreeMap<String, OsText>>,
+    /// The OS error of each file that could not be read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, String>,
+}
+
+impl ProcessFacts {
+    /// A process of which nothing has been read yet.
+    pub fn new(pid: i64) -> Self {
+        Self {
+            pid,
+            status_uid: None,
+            comm: None,
+            cmdline: None,
+            environ: None,
+            errors: BTreeMap::new(),
+        }
+    }
+}
+
+/// How the control daemon's process was looked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DaemonSearchMethod {
+    /// The pid file named a live control daemon (550+ drivers): only that PID was read.
+    PidFile,
+    /// No pid file identified it (470/535 write none): `/proc` was scanned for processes named
+    /// [`DAEMON_COMM`].
+    ProcScan,
+}
+
+/// The search for the control daemon's process, and every candidate it recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSearch {
+    /// The `/proc` directory that was read.
+    pub proc_root: OsText,
+    /// Pid file or scan.
+    pub method: DaemonSearchMethod,
+    /// How many entries of `proc_root` the scan looked at (0 for the pid file).
+    pub scanned: u64,
+    /// The most entries the scan may look at.
+    pub limit: u64,
+    /// Why the scan stopped before the end of `proc_root` (`limit`, `deadline`), if it did.
+    pub stopped: Option<String>,
+    /// The OS error of reading `proc_root` itself, when it could not be listed.
+    pub error: Option<String>,
+    /// The pid file's process, or every scanned process named [`DAEMON_COMM`] (capped).
+    pub processes: Vec<ProcessFacts>,
+}

@@ -1,0 +1,402 @@
+//! Interpreting schema v2's process facts (mps.md §5, "the two processes will share one GPU
+//! through it"): the listed servers' owners, the control daemon's process, its GPU scope and
+//! whether it runs in multi-user mode. Pure: everything comes from the snapshot.
+
+use gpu_uuid::{GpuTableView, GpuUuid, VisibleDevices, VisibleEntry};
+
+use crate::daemon::{self, DaemonStatus};
+use crate::gpu::{HostTableError, TableText};
+use crate::{
+    DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearchMethod, HostFacts, OsText,
+    PidFileFacts, ProcessFacts, QueryRecord, parse_pid,
+};
+
+/// The server PIDs a live daemon's answer lists, in order (none when the daemon did not answer
+/// live, or answered with an idle server list). `mps-host` calls this to know which `/proc`
+/// entries to record; the decision of what the answer means stays here.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use sharing_policy::{listed_server_pids, probe_stdin, CapturedText, OsText, QueryOutcome, QueryRecord, DAEMON_PROBE};
+///
+/// let record = QueryRecord {
+///     program: "nvidia-cuda-mps-control".into(),
+///     args: vec![],
+///     stdin: probe_stdin(&DAEMON_PROBE),
+///     env: BTreeMap::new(),
+///     env_removed: vec![],
+///     timeout_ms: 5000,
+///     elapsed_ms: 3,
+///     outcome: QueryOutcome::Exited {
+///         code: Some(0),
+///         signal: None,
+///         stdout: CapturedText::from_bytes(b"100.0\n4428\n4511\n", false),
+///         stderr: CapturedText::default(),
+///     },
+///     earlier_attempts: vec![],
+/// };
+/// assert_eq!(listed_server_pids(&record, &OsText::from("/tmp/nvidia-mps")), [4428, 4511]);
+/// ```
+pub fn listed_server_pids(record: &QueryRecord, pipe_directory: &OsText) -> Vec<i64> {
+    server_pids(Some(record), pipe_directory.as_bytes())
+}
+
+pub(crate) fn server_pids(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> Vec<i64> {
+    let Some(record) = record else {
+        return Vec::new();
+    };
+    if !matches!(
+        daemon::status(Some(record), pipe_directory),
+        DaemonStatus::Live { .. }
+    ) {
+        return Vec::new();
+    }
+    match &record.outcome {
+        crate::QueryOutcome::Exited { stdout, .. } => {
+            stdout.text.lines().skip(1).filter_map(parse_pid).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The control daemon's PID from its pid file, when that names a live control daemon (the
+/// rule [`validate`](crate::validate) applies for `daemon_pid`). `mps-host` calls this to
+/// decide whether a `/proc` scan is needed.
+pub fn pid_file_daemon_pid(pid_file: &PidFileFacts) -> Option<i64> {
+    daemon::daemon_pid(Some(pid_file))
+}
+
+/// The effective UID of a `Uid:` line's text (real, effective, saved, filesystem).
+pub(crate) fn effective_uid(status_uid: &str) -> Option<u32> {
+    let mut fields = status_uid.split_ascii_whitespace();
+    let _real = fields.next()?;
+    let effective = fields.next()?;
+    if effective.bytes().all(|b| b.is_ascii_digit()) {
+        effective.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// The owner of one listed server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// Its effective UID.
+    Uid(u32),
+    /// Why it is not known.
+    Unknown(String),
+}
+
+/// The owner of each listed server PID, in order.
+pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)> {
+    pids.iter()
+        .map(|&pid| {
+            let process = facts
+                .server_processes
+                .as_ref()
+                .and_then(|all| all.iter().find(|process| process.pid == pid));
+            let owner = match process {
+                None => Owner::Unknown("its process was not observed".to_owned()),
+                Some(process) => match process.status_uid.as_deref().map(effective_uid) {
+                    Some(Some(uid)) => Owner::Uid(uid),
+                    Some(None) => Owner::Unknown(format!(
+                        "its /proc status Uid line {:?} does not parse",
+                        process.status_uid.as_deref().unwrap_or_default()
+                    )),
+                    None => Owner::Unknown(read_error(process, "status")),
+                },
+            };
+            (pid, owner)
+        })
+        .collect()
+}
+
+fn read_error(process: &ProcessFacts, file: &str) -> String {
+    process.errors.get(file).map_or_else(
+        || format!("/proc/{}/{file} was not read", process.pid),
+        |error| format!("/proc/{}/{file} could not be read: {error}", process.pid),
+    )
+}
+
+/// The control daemon's process, or why it is not identified.
+pub(crate) enum DaemonProcess<'a> {
+    Found(&'a ProcessFacts),
+    Unknown(String),
+}
+
+/// Whether `cmdline` is the control daemon run as a daemon (`-d`) or in the foreground (`-f`).
+fn is_control_daemon(cmdline: &[OsText]) -> bool {
+    let Some((program, args)) = cmdline.split_first() else {
+        return false;
+    };
+    let name = program.as_bytes().rsplit(|b| *b == b'/').next();
+    name == Some(DAEMON_QUERY_PROGRAM.as_bytes())
+        && args
+            .iter()
+            .any(|arg| matches!(arg.as_bytes(), b"-d" | b"-f"))
+}
+
+/// Whether `cmdline` shows multi-user mode (`-m` / `--multiuser`).
+pub(crate) fn is_multiuser(cmdline: &[OsText]) -> bool {
+    cmdline
+        .iter()
+        .skip(1)
+        .any(|arg| matches!(arg.as_bytes(), b"-m" | b"--multiuser"))
+}
+
+/// The pipe directory a process with this environment uses: a non-empty
+/// `CUDA_MPS_PIPE_DIRECTORY`, else the default.
+fn environ_pipe_directory(process: &ProcessFacts) -> Option<&[u8]> {
+    let environ = process.environ.as_ref()?;
+    Some(match environ.get("CUDA_MPS_PIPE_DIRECTORY") {
+        Some(dir) if !dir.as_bytes().is_empty() => dir.as_bytes(),
+        _ => DEFAULT_PIPE_DIRECTORY.as_bytes(),
+    })
+}
+
+/// Identifies the control daemon serving `pipe_directory`: the pid file's live control daemon
+/// (550+), else the one `/proc` process whose command line is the control daemon and whose
+/// environment resolves to `pipe_directory`. Unreadable environments, several matches, or none
+/// leave it unknown, with the reason.
+pub(crate) fn identify<'a>(facts: &'a HostFacts, pipe_directory: &[u8]) -> DaemonProcess<'a> {
+    let Some(search) = &facts.daemon_process else {
+        return DaemonProcess::Unknown(
+            "the snapshot holds no observation of the daemon's process".to_owned(),
+        );
+    };
+    if search.method == DaemonSearchMethod::PidFile {
+        let pid = daemon::daemon_pid(facts.pid_file.as_ref());
+        return match search.processes.iter().find(|p| Some(p.pid) == pid) {
+            Some(process) => DaemonProcess::Found(process),
+            None => {
+                DaemonProcess::Unknown("the pid file's daemon process was not observed".to_owned())
+            }
+        };
+    }
+    let daemons: Vec<&ProcessFacts> = search
+        .processes
+        .iter()
+        .filter(|p| p.cmdline.as_deref().is_some_and(is_control_daemon))
+        .collect();
+    let ours: Vec<&ProcessFacts> = daemons
+        .iter()
+        .copied()
+        .filter(|p| environ_pipe_directory(p) == Some(pipe_directory))
+        .collect();
+    let unreadable: Vec<String> = daemons
+        .iter()
+        .filter(|p| p.environ.is_none())
+        .map(|p| read_error(p, "environ"))
+        .collect();
+    let scan = match &search.stopped {
+        Some(why) => format!(
+            "a scan of {} that stopped after {} entries ({why})",
+            search.proc_root.to_string_lossy(),
+            search.scanned
+        ),
+        None => format!("a scan of {}", search.proc_root.to_string_lossy()),
+    };
+    match (ours.as_slice(), unreadable.is_empty()) {
+        ([one], true) => DaemonProcess::Found(one),
+        ([], true) => DaemonProcess::Unknown(format!(
+            "{scan} found no `{DAEMON_QUERY_PROGRAM} -d` process serving this pipe directory{}",
+            search
+                .error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        )),
+        (_, false) => DaemonProcess::Unknown(format!(
+            "{scan} found control daemon processes whose environment is unreadable, so which one serves this pipe directory is unknown: {}",
+            unreadable.join("; ")
+        )),
+        (many, true) => DaemonProcess::Unknown(format!(
+            "{scan} found {} control daemons serving this pipe directory (PIDs {})",
+            many.len(),
+            many.iter()
+                .map(|p| p.pid.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// What the daemon's `CUDA_VISIBLE_DEVICES` says about one GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The daemon was started without a mask: it serves every GPU.
+    Unscoped,
+    /// The mask (raw) includes the GPU.
+    Covers(String),
+    /// The mask (raw) does not include the GPU; the detail says what it selects.
+    Excludes { mask: String, detail: String },
+    /// Not known, and why.
+    Unknown(String),
+}
+
+/// The daemon's GPU scope for `gpu`, from its recorded environment and the host table. An
+/// index mask is mapped through the table only when the daemon's `CUDA_DEVICE_ORDER` is
+/// `PCI_BUS_ID` or every GPU is the same model (the rule of the client's own mask).
+pub(crate) fn scope(daemon: &ProcessFacts, table: &GpuTableView<'_>, gpu: GpuUuid) -> Scope {
+    let Some(environ) = &daemon.environ else {
+        return Scope::Unknown(read_error(daemon, "environ"));
+    };
+    let Some(mask) = environ.get("CUDA_VISIBLE_DEVICES") else {
+        return Scope::Unscoped;
+    };
+    let shown = mask.to_string_lossy();
+    if mask.as_str().is_none() {
+        return Scope::Unknown(format!(
+            "the daemon's CUDA_VISIBLE_DEVICES {shown:?} is not UTF-8"
+        ));
+    }
+    let placement = match gpu_uuid::place(Some(mask.as_bytes()), table) {
+        Ok(placement) => placement,
+        Err(err) => return Scope::Unknown(format!("the daemon's mask: {err}")),
+    };
+    let pci = environ
+        .get("CUDA_DEVICE_ORDER")
+        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
+    if placement.relies_on_index_order() && !pci && !table.is_homogeneous() {
+        return Scope::Unknown(format!(
+            "the daemon's mask {shown:?} is made of indices, and on this mixed-model host without CUDA_DEVICE_ORDER=PCI_BUS_ID in the daemon's environment they may name other GPUs than nvidia-smi's"
+        ));
+    }
+    let served: Vec<GpuUuid> = placement
+        .host_indices()
+        .iter()
+        .filter_map(|&index| table.rows().get(usize::try_from(index).ok()?))
+        .map(|row| row.uuid)
+        .collect();
+    if served.contains(&gpu) {
+        Scope::Covers(shown)
+    } else {
+        let detail = if served.is_empty() {
+            "it makes no GPU visible".to_owned()
+        } else {
+            format!(
+                "it serves {}",
+                served
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Scope::Excludes {
+            mask: shown,
+            detail,
+        }
+    }
+}
+
+/// The "served" facts of a snapshot as the evidence records them (validated or ambient).
+#[derive(Debug, Default)]
+pub(crate) struct ServedFacts {
+    pub(crate) caller_uid: Option<u32>,
+    pub(crate) server_uids: Vec<u32>,
+    /// The daemon's PID, when its process was identified.
+    pub(crate) daemon_pid: Option<i64>,
+    pub(crate) daemon_visible_devices: Option<String>,
+    pub(crate) daemon_multiuser: Option<bool>,
+    pub(crate) compute_mode: Option<String>,
+    pub(crate) driver_version: Option<String>,
+}
+
+/// Reads [`ServedFacts`] for the GPU `gpu` (when known) and the daemon of `pipe_directory`.
+pub(crate) fn served_facts(
+    facts: &HostFacts,
+    text: &Result<TableText<'_>, HostTableError>,
+    gpu: Option<GpuUuid>,
+    pipe_directory: &[u8],
+) -> ServedFacts {
+    let mut served = ServedFacts {
+        caller_uid: facts.caller.map(|caller| caller.euid),
+        ..ServedFacts::default()
+    };
+    let pids = server_pids(facts.daemon_query.as_ref(), pipe_directory);
+    served.server_uids = server_owners(facts, &pids)
+        .into_iter()
+        .filter_map(|(_, owner)| match owner {
+            Owner::Uid(uid) => Some(uid),
+            Owner::Unknown(_) => None,
+        })
+        .collect();
+    if let DaemonProcess::Found(daemon) = identify(facts, pipe_directory) {
+        served.daemon_pid = Some(daemon.pid);
+        served.daemon_multiuser = daemon.cmdline.as_deref().map(is_multiuser);
+        served.daemon_visible_devices = daemon
+            .environ
+            .as_ref()
+            .and_then(|environ| environ.get("CUDA_VISIBLE_DEVICES"))
+            .map(OsText::to_string_lossy);
+    }
+    if let Ok(text) = text {
+        let row = gpu.and_then(|gpu| text.extras_of(gpu));
+        served.compute_mode = row.map(|row| row.compute_mode.to_owned());
+        served.driver_version = row
+            .or(text.extras.first())
+            .map(|row| row.driver_version.to_owned());
+    }
+    served
+}
+
+/// The first non-zero index in the client's own mask, which a scoped daemon renumbers (T5).
+pub(crate) fn renumbered_index(client_mask: Option<&OsText>) -> Option<u32> {
+    let raw = client_mask?;
+    VisibleDevices::parse_bytes(Some(raw.as_bytes()))
+        .entries()
+        .iter()
+        .find_map(|entry| match entry {
+            VisibleEntry::Index(index) if *index != 0 => Some(*index),
+            _ => None,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_effective_uid_is_the_second_field() {
+        assert_eq!(effective_uid("1000\t1001\t1000\t1000"), Some(1001));
+        assert_eq!(effective_uid("0\t0\t0\t0\n"), Some(0));
+        assert_eq!(effective_uid("1000"), None);
+        assert_eq!(effective_uid("1000\t-1"), None);
+        assert_eq!(effective_uid(""), None);
+    }
+
+    #[test]
+    fn control_daemon_and_multiuser_command_lines() {
+        let line = |args: &[&str]| args.iter().map(|a| OsText::from(*a)).collect::<Vec<_>>();
+        assert!(is_control_daemon(&line(&["nvidia-cuda-mps-control", "-d"])));
+        assert!(is_control_daemon(&line(&[
+            "/usr/bin/nvidia-cuda-mps-control",
+            "-f"
+        ])));
+        assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-control"])));
+        assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-server"])));
+        assert!(!is_control_daemon(&[]));
+        assert!(is_multiuser(&line(&[
+            "nvidia-cuda-mps-control",
+            "-d",
+            "-m"
+        ])));
+        assert!(is_multiuser(&line(&[
+            "nvidia-cuda-mps-control",
+            "--multiuser",
+            "-d"
+        ])));
+        assert!(!is_multiuser(&line(&["-m"])));
+        assert!(!is_multiuser(&line(&["nvidia-cuda-mps-control", "-d"])));
+    }
+
+    #[test]
+    fn only_non_zero_indices_are_renumbered() {
+        assert_eq!(renumbered_index(Some(&OsText::from("1"))), Some(1));
+        assert_eq!(renumbered_index(Some(&OsText::from("0,2"))), Some(2));
+        assert_eq!(renumbered_index(Some(&OsText::from("0"))), None);
+        assert_eq!(renumbered_index(Some(&OsText::from("GPU-8932f937"))), None);
+        assert_eq!(renumbered_index(None), None);
+    }
+}

@@ -59,6 +59,12 @@ fn ok_text(request: &Request, evidence: Option<&Evidence>) -> String {
         .and_then(|evidence| evidence.learner_gpu_uuid.as_deref())
         .unwrap_or("?");
     match (&request.mode, evidence) {
+        // Unverified prerequisites do not block (without --require-verified), but a health
+        // check should not hide them: `doctor` says how to verify each.
+        (Some(mode), Some(evidence)) if !evidence.unverified.is_empty() => format!(
+            "OK: {mode} sharing proven on GPU {gpu}; {} unverified",
+            evidence.unverified.len()
+        ),
         (Some(mode), _) => format!("OK: {mode} sharing proven on GPU {gpu}"),
         (None, Some(evidence)) if evidence.ambient_server => {
             "OK: null request; an MPS control daemon answered".to_owned()

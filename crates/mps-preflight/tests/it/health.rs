@@ -149,6 +149,17 @@ fn brief_check_and_doctor_agree_with_their_json_verdicts_on_every_fixture() {
         match json.code {
             0 => {
                 assert_brief(&brief, 0, "OK: mps sharing proven on GPU ", 80, &what);
+                let unverified = json.json(&what)["unverified"]
+                    .as_array()
+                    .map_or(0, Vec::len);
+                assert_eq!(
+                    brief
+                        .stdout
+                        .ends_with(&format!("; {unverified} unverified\n")),
+                    unverified > 0,
+                    "{what}\n{}",
+                    brief.render()
+                );
                 assert_eq!(doctor_brief.stdout, brief.stdout, "{what}");
             }
             1 => {

@@ -22,6 +22,13 @@ const DIRECT: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Optional features of the library crates, off by default, and the direct dependencies each
+/// adds (issue 13: `schemars` derives the JSON Schemas that `mps-preflight schema` prints).
+const OPTIONAL: &[(&str, &str, &[&str])] = &[
+    ("sharing-policy", "schemars", &["schemars"]),
+    ("sharing-manifest", "schemars", &["schemars"]),
+];
+
 /// Everything a pure crate may pull in, transitively: serde and thiserror with their derive
 /// macros' compile-time dependencies, and nothing that runs a process, parses argv or does I/O.
 const PURE_TREE: &[&str] = &[
@@ -46,11 +53,21 @@ const NEVER: &[&str] = &[
     "insta",
     "proptest",
     "divan",
+    "jsonschema",
 ];
 
 /// The crate names `cargo tree -p <package> -e normal` prints (sorted, deduplicated), or only
 /// the direct dependencies with `depth = Some(1)` (the package itself excluded).
 fn tree(package: &str, depth: Option<u32>) -> Result<Vec<String>, String> {
+    tree_with(package, depth, None)
+}
+
+/// [`tree`], with the package's `feature` turned on when one is given.
+fn tree_with(
+    package: &str,
+    depth: Option<u32>,
+    feature: Option<&str>,
+) -> Result<Vec<String>, String> {
     let mut command = Command::new(super::cargo_program());
     command.args([
         "tree",
@@ -67,6 +84,9 @@ fn tree(package: &str, depth: Option<u32>) -> Result<Vec<String>, String> {
     ]);
     if let Some(depth) = depth {
         command.args(["--depth", &depth.to_string()]);
+    }
+    if let Some(feature) = feature {
+        command.args(["--features", &format!("{package}/{feature}")]);
     }
     let output = command
         .output()
@@ -98,6 +118,20 @@ mod tests {
             assert_eq!(
                 direct, *budget,
                 "{package}: update ARCHITECTURE.md's budget with it"
+            );
+        }
+    }
+
+    #[test]
+    fn an_optional_feature_adds_exactly_its_budgeted_direct_dependencies() {
+        for (package, feature, added) in OPTIONAL {
+            let (_, budget) = DIRECT.iter().find(|(name, _)| name == package).unwrap();
+            let mut expected: Vec<&str> = budget.iter().chain(added.iter()).copied().collect();
+            expected.sort_unstable();
+            let direct = tree_with(package, Some(1), Some(feature)).unwrap();
+            assert_eq!(
+                direct, expected,
+                "{package} --features {feature}: update ARCHITECTURE.md's budget with it"
             );
         }
     }

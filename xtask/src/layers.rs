@@ -38,6 +38,10 @@ const PURE_EXTERNAL: &[(&str, &[&str])] = &[
     ("sharing-policy", &["thiserror", "serde"]),
 ];
 
+/// Optional run-time dependencies the pure crates may have, behind a feature that is off by
+/// default (issue 13: `schemars` derives the JSON Schemas; it reads nothing from the host).
+const PURE_OPTIONAL: &[(&str, &[&str])] = &[("sharing-policy", &["schemars"])];
+
 pub(crate) fn check() -> Result<(), String> {
     let metadata = cargo_metadata()?;
     let violations = violations(&metadata);
@@ -97,10 +101,13 @@ fn violations(metadata: &Value) -> Vec<String> {
                     "`{name}` depends on `{dep}` ({kind}), which is not below it"
                 ));
             }
+            let optional_allowed = dependency["optional"] == Value::Bool(true)
+                && lookup(PURE_OPTIONAL, name).is_some_and(|optional| optional.contains(&dep));
             if let Some(pure) = pure
                 && kind != "dev"
                 && !internal.contains(&dep)
                 && !pure.contains(&dep)
+                && !optional_allowed
             {
                 found.push(format!(
                     "pure crate `{name}` depends on `{dep}`; only {pure:?} are allowed"
@@ -168,6 +175,21 @@ mod tests {
     fn a_pure_crate_cannot_take_an_io_dependency() {
         let metadata = json!({"packages": [package("gpu-uuid", &[("rustix", "normal")])]});
         assert_eq!(violations(&metadata).len(), 1);
+    }
+
+    #[test]
+    fn a_pure_crate_may_take_schemars_only_as_an_optional_dependency() {
+        let with = |optional: bool| {
+            json!({"packages": [{"name": "sharing-policy", "dependencies": [
+                {"name": "schemars", "kind": null, "optional": optional}
+            ]}]})
+        };
+        assert_eq!(violations(&with(true)), Vec::<String>::new());
+        assert_eq!(violations(&with(false)).len(), 1);
+        let gpu_uuid = json!({"packages": [{"name": "gpu-uuid", "dependencies": [
+            {"name": "schemars", "kind": null, "optional": true}
+        ]}]});
+        assert_eq!(violations(&gpu_uuid).len(), 1);
     }
 
     #[test]

@@ -189,6 +189,24 @@ Exit status:
      cannot be written)"
     )]
     Test(TestArgs),
+
+    /// Print the JSON Schema (draft 2020-12) of a snapshot, the evidence, or a report
+    #[command(
+        long_about = "\
+Print the JSON Schema (draft 2020-12) of what this tool reads or writes, generated from its
+types: `snapshot` (what `capture` writes and `check` reads), `evidence` (what `probe` and `check`
+print and manifests record under `cuda_process_sharing`), `doctor` (`doctor --format json`) or
+`merge`. Each schema's `$id` carries its version (`urn:mps-preflight:host-facts:v1`). Copies
+are committed in docs/schemas/.",
+        after_help = "Examples:
+  mps-preflight schema snapshot > host-facts.schema.json
+  mps-preflight schema evidence
+
+Exit status:
+  0  the schema is on stdout
+  2  usage error (an unknown kind)"
+    )]
+    Schema(SchemaArgs),
 }
 
 /// What the launcher asks for (probe, check, doctor).
@@ -288,6 +306,24 @@ not a JSON object (or a symlink, or not writable) is left untouched and the comm
 exits 2"
     )]
     pub(crate) manifest: Option<PathBuf>,
+
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "Also write Prometheus metrics to FILE, for node_exporter's textfile collector",
+        long_help = "\
+Also write Prometheus metrics to FILE (node_exporter's textfile-collector format),
+whether the request was validated or rejected: mps_preflight_validated,
+mps_preflight_unmet_prerequisites{code}, mps_preflight_daemon_up,
+mps_preflight_probe_duration_seconds, mps_preflight_last_run_timestamp_seconds.
+Written atomically (a temporary file in the same directory, then a rename); a file
+that cannot be written makes the command exit 2"
+    )]
+    pub(crate) prom_textfile: Option<PathBuf>,
+
+    /// The output's format: the evidence as JSON, or one line for health checks
+    #[arg(long, value_enum, default_value_t = VerdictFormat::Json)]
+    pub(crate) format: VerdictFormat,
 }
 
 #[derive(Debug, Args)]
@@ -313,6 +349,10 @@ pub(crate) struct CheckArgs {
 
     #[command(flatten)]
     pub(crate) request: RequestArgs,
+
+    /// The output's format: the evidence as JSON, or one line for health checks
+    #[arg(long, value_enum, default_value_t = VerdictFormat::Json)]
+    pub(crate) format: VerdictFormat,
 }
 
 #[derive(Debug, Args)]
@@ -337,6 +377,19 @@ pub(crate) enum Format {
     Human,
     /// For machines: one JSON object.
     Json,
+    /// For health checks: one line of at most 80 bytes (see `--format brief` of `probe`).
+    Brief,
+}
+
+/// How `probe` and `check` print their verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum VerdictFormat {
+    /// The evidence, one JSON object (a rejection prints nothing on stdout).
+    Json,
+    /// One line of at most 80 bytes, for node-problem-detector and Slurm health checks:
+    /// `OK: …` (exit 0), `<code>: <what was found>` (exit 1), `UNKNOWN: …` (exit 2: could
+    /// not tell).
+    Brief,
 }
 
 #[derive(Debug, Args)]
@@ -372,6 +425,26 @@ pub(crate) struct TestArgs {
         help = "Also write the results as JUnit XML to FILE (atomically), for CI dashboards"
     )]
     pub(crate) junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// Which schema
+    #[arg(value_enum, value_name = "KIND")]
+    pub(crate) kind: SchemaKind,
+}
+
+/// The documents `schema` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaKind {
+    /// A host-facts snapshot (`capture`, `check --snapshot`).
+    Snapshot,
+    /// The evidence (`probe`, `check`, a manifest's `cuda_process_sharing`).
+    Evidence,
+    /// `doctor --format json`.
+    Doctor,
+    /// `merge`'s output.
+    Merge,
 }
 
 /// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,

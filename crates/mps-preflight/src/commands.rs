@@ -2,39 +2,61 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mps_host::ProbeOptions;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
-use crate::cli::{CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs};
+use crate::cli::{
+    CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs, VerdictFormat,
+};
 use crate::output::{Output, Status, json_text, one_line};
-use crate::snapshot;
+use crate::report::DoctorReport;
+use crate::{brief, prom, snapshot};
 
-/// `probe`: `capture` then `check`, in memory, then the manifest.
+/// `probe`: `capture` then `check`, in memory, then the textfile and the manifest.
 pub(crate) fn probe(args: &ProbeArgs) -> Output {
+    let started = Instant::now();
     let request = args.request.to_request();
     let facts = mps_host::capture(&probe_options(&args.request, &request));
     let result = sharing_policy::validate(&request, &facts);
-    if let (Ok(evidence), Some(manifest)) = (&result, &args.manifest)
-        && let Err(err) = sharing_manifest::record_in_manifest(manifest, evidence)
-    {
-        return Output::input(format!(
-            "the request was validated, but the evidence could not be recorded: {err} (the manifest was left unchanged)"
-        ));
+    let duration = started.elapsed();
+    let textfile_error = args
+        .prom_textfile
+        .as_deref()
+        .and_then(|path| prom::write_probe(path, &request, &facts, result.is_ok(), duration).err());
+    let mut output = match (&result, &args.manifest) {
+        (Ok(evidence), Some(manifest)) => {
+            match sharing_manifest::record_in_manifest(manifest, evidence) {
+                Ok(()) => evidence_output(result),
+                Err(err) => Output::input(format!(
+                    "the request was validated, but the evidence could not be recorded: {err} (the manifest was left unchanged)"
+                )),
+            }
+        }
+        _ => evidence_output(result),
+    };
+    if let Some(err) = textfile_error {
+        output.status = Status::Input;
+        output.stdout.clear();
+        output.errors.insert(0, err);
     }
-    evidence_output(result)
+    brief::in_format(args.format, output, &request, &facts)
 }
 
 /// `check`: the same validation as `probe`, over a snapshot.
 pub(crate) fn check(args: &CheckArgs) -> Output {
     let facts = match load_snapshot(&args.snapshot, &args.request) {
         Ok(facts) => facts,
+        Err(output) if args.format == VerdictFormat::Brief => return brief::apply(output, ""),
         Err(output) => return output,
     };
-    evidence_output(sharing_policy::validate(&args.request.to_request(), &facts))
+    let request = args.request.to_request();
+    let output = evidence_output(sharing_policy::validate(&request, &facts));
+    brief::in_format(args.format, output, &request, &facts)
 }
 
 /// `capture`: the snapshot, pretty JSON, on stdout or into `--output`.
@@ -68,6 +90,7 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
     let facts = match &args.snapshot {
         Some(path) => match load_snapshot(path, &args.request) {
             Ok(facts) => facts,
+            Err(output) if args.format == Format::Brief => return brief::apply(output, ""),
             Err(output) => return output,
         },
         None => mps_host::capture(&probe_options(&args.request, &request)),
@@ -82,6 +105,7 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
             text
         }
         Format::Json => json_text(&doctor_json(&findings, &warnings, evidence.as_ref())),
+        Format::Brief => brief::verdict(&request, &findings, evidence.as_ref()),
     };
     if findings.is_empty() {
         return Output::data(stdout);
@@ -166,33 +190,16 @@ fn evidence_output(result: Result<Evidence, Rejection>) -> Output {
     }
 }
 
-fn finding_json(finding: &Finding) -> Value {
-    let mut map = Map::new();
-    map.insert("code".to_owned(), Value::from(finding.code.as_str()));
-    map.insert("message".to_owned(), Value::from(finding.message.clone()));
-    map.insert("found".to_owned(), Value::from(finding.found.clone()));
-    map.insert("why".to_owned(), Value::from(finding.why.clone()));
-    map.insert("fix".to_owned(), Value::from(finding.fix.clone()));
-    Value::Object(map)
-}
-
 /// `{"ok", "findings": [{code, message, found, why, fix}], "warnings": [same], "evidence": {…} | null}`.
 fn doctor_json(findings: &[Finding], warnings: &[Finding], evidence: Option<&Evidence>) -> Value {
-    let mut map = Map::new();
-    map.insert("ok".to_owned(), Value::Bool(findings.is_empty()));
-    map.insert(
-        "findings".to_owned(),
-        findings.iter().map(finding_json).collect(),
-    );
-    map.insert(
-        "warnings".to_owned(),
-        warnings.iter().map(finding_json).collect(),
-    );
-    map.insert(
-        "evidence".to_owned(),
-        evidence.map_or(Value::Null, sharing_manifest::evidence_to_json),
-    );
-    Value::Object(map)
+    let report = DoctorReport {
+        ok: findings.is_empty(),
+        findings,
+        warnings,
+        evidence: evidence.map(sharing_manifest::evidence_to_json),
+    };
+    // Strings, booleans and evidence objects only: serialising cannot fail.
+    serde_json::to_value(report).unwrap_or(Value::Null)
 }
 
 fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evidence>) -> String {
@@ -273,6 +280,15 @@ fn warnings_human(warnings: &[Finding]) -> String {
 
 /// Temp file in the same directory, write, fsync, rename.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with_mode(path, bytes, 0o600)
+}
+
+/// [`write_atomically`], the file created with permission bits `mode`.
+pub(crate) fn write_atomically_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> std::io::Result<()> {
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -280,6 +296,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     let mut temp = tempfile::Builder::new()
         .prefix(".mps-preflight-")
         .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(mode))
         .tempfile_in(directory)?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;

@@ -17,10 +17,14 @@
 //! assert_eq!(status, std::process::ExitCode::SUCCESS);
 //! ```
 
+mod brief;
 mod cli;
 mod commands;
 mod interrupt;
 mod output;
+mod prom;
+mod report;
+mod schemas;
 mod snapshot;
 mod suite;
 mod visibility;
@@ -138,6 +142,7 @@ fn execute(cli: &Cli) -> Output {
         Command::Doctor(args) => commands::doctor(args),
         Command::Merge(args) => commands::merge(args),
         Command::Test(args) => suite::test(args),
+        Command::Schema(args) => schemas::print(args),
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sharing_policy::Evidence;
 
-use crate::json::{MANIFEST_KEY, evidence_to_json, kind_of};
+use crate::json::{EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, evidence_to_json, kind_of};
 use crate::lock::{LOCK_WAIT, ManifestLock};
 
 /// A path as every message here names it: quoted, with newlines, control characters and bytes
@@ -163,13 +163,14 @@ pub fn read_json_file(path: &Path) -> Result<Value, ManifestError> {
     Ok(value)
 }
 
-/// Records `evidence` in the manifest at `path` under `cuda_process_sharing`.
+/// Records `evidence` in the manifest at `path` under `cuda_process_sharing`, and its version
+/// ([`crate::EVIDENCE_SCHEMA`]) beside it under `cuda_process_sharing_schema`.
 ///
 /// - An existing manifest must be a regular file (not a symbolic link) holding a JSON object
 ///   of at most [`MAX_FILE_BYTES`] that this user can already write. Every other key keeps its
 ///   value and its position; an existing `cuda_process_sharing` is replaced in place. The
 ///   file keeps its permission bits (and, when the OS allows it, its owner and group).
-/// - A missing manifest is created as `{"cuda_process_sharing": …}` with the usual
+/// - A missing manifest is created as `{"cuda_process_sharing": …, "cuda_process_sharing_schema": …}` with the usual
 ///   permissions for a new file (0666 less the umask). Its directory must exist.
 ///
 /// The new content is written to a temporary file in the same directory, flushed to disk,
@@ -247,7 +248,7 @@ fn record_locked(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> 
     };
     let Some(link_meta) = existing else {
         let mut document = Map::new();
-        document.insert(MANIFEST_KEY.to_owned(), evidence_to_json(evidence));
+        insert_evidence(&mut document, evidence);
         return write_atomically(path, &document, None);
     };
     if link_meta.file_type().is_symlink() {
@@ -265,9 +266,24 @@ fn record_locked(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> 
             found: kind_of(&value),
         });
     };
-    // With `preserve_order`, inserting an existing key keeps its position.
-    document.insert(MANIFEST_KEY.to_owned(), evidence_to_json(evidence));
+    insert_evidence(&mut document, evidence);
     write_atomically(path, &document, Some(&meta))
+}
+
+/// The evidence under [`MANIFEST_KEY`] (with `preserve_order`, an existing key keeps its
+/// position) and its version under [`MANIFEST_SCHEMA_KEY`], right after it.
+fn insert_evidence(document: &mut Map<String, Value>, evidence: &Evidence) {
+    document.insert(MANIFEST_KEY.to_owned(), evidence_to_json(evidence));
+    document.shift_remove(MANIFEST_SCHEMA_KEY);
+    let beside = document
+        .keys()
+        .position(|key| key == MANIFEST_KEY)
+        .map_or(document.len(), |index| index + 1);
+    document.shift_insert(
+        beside,
+        MANIFEST_SCHEMA_KEY.to_owned(),
+        Value::from(EVIDENCE_SCHEMA),
+    );
 }
 
 fn ensure_regular(path: &Path, meta: &Metadata) -> Result<(), ManifestError> {

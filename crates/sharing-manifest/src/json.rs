@@ -7,6 +7,15 @@ use sharing_policy::Evidence;
 /// The manifest key the evidence is recorded under (the seed's `apply_cuda_process_sharing_manifest`).
 pub const MANIFEST_KEY: &str = "cuda_process_sharing";
 
+/// The version of the evidence's shape, recorded in a manifest beside the evidence under
+/// [`MANIFEST_SCHEMA_KEY`] (the evidence object itself keeps its keys and nothing else). A
+/// manifest without it was written before evidence was versioned (the seed's 15 keys, then
+/// `daemon_pid`, `host_name`): [`evidence_from_json`] reads its missing keys as null.
+pub const EVIDENCE_SCHEMA: &str = "mps-preflight/evidence/v1";
+
+/// The manifest key that records [`EVIDENCE_SCHEMA`], beside [`MANIFEST_KEY`].
+pub const MANIFEST_SCHEMA_KEY: &str = "cuda_process_sharing_schema";
+
 /// The evidence keys, in the order they are written: the seed's `to_dict` order, then
 /// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`.
 pub const EVIDENCE_KEYS: [&str; 24] = [
@@ -141,7 +150,10 @@ fn number(value: Option<i64>) -> Value {
 pub fn evidence_from_json(value: &Value) -> Result<Evidence, String> {
     let candidate = match value {
         Value::Object(map) => match map.get(MANIFEST_KEY) {
-            Some(evidence) => evidence,
+            Some(evidence) => {
+                check_evidence_schema(map.get(MANIFEST_SCHEMA_KEY))?;
+                evidence
+            }
             None if EVIDENCE_KEYS.iter().any(|key| map.contains_key(*key)) => value,
             None => {
                 return Err(format!(
@@ -158,6 +170,18 @@ pub fn evidence_from_json(value: &Value) -> Result<Evidence, String> {
         ));
     }
     Evidence::deserialize(candidate).map_err(|err| err.to_string())
+}
+
+/// A manifest's [`MANIFEST_SCHEMA_KEY`]: absent (written before evidence was versioned) or
+/// [`EVIDENCE_SCHEMA`]; any other version is refused rather than guessed at.
+fn check_evidence_schema(recorded: Option<&Value>) -> Result<(), String> {
+    match recorded {
+        None => Ok(()),
+        Some(Value::String(schema)) if schema == EVIDENCE_SCHEMA => Ok(()),
+        Some(other) => Err(format!(
+            "`{MANIFEST_SCHEMA_KEY}` is {other}, and this version reads {EVIDENCE_SCHEMA:?} (or no version): merge with the mps-preflight that wrote it"
+        )),
+    }
 }
 
 /// "an array", "a string", … for messages.
@@ -281,6 +305,28 @@ mod tests {
         seed.as_object_mut().unwrap().shift_remove("host_name");
         let read = evidence_from_json(&seed).unwrap();
         assert_eq!((read.daemon_pid, read.host_name), (None, None));
+    }
+
+    #[test]
+    fn a_manifest_of_this_evidence_version_or_none_is_read_and_another_is_refused() {
+        let evidence = evidence_to_json(&full());
+        for manifest in [
+            serde_json::json!({MANIFEST_KEY: evidence}),
+            serde_json::json!({MANIFEST_KEY: evidence, MANIFEST_SCHEMA_KEY: EVIDENCE_SCHEMA}),
+        ] {
+            assert_eq!(evidence_from_json(&manifest).unwrap(), full());
+        }
+        for other in [
+            serde_json::json!("mps-preflight/evidence/v0"),
+            serde_json::json!(1),
+        ] {
+            let manifest = serde_json::json!({MANIFEST_KEY: evidence, MANIFEST_SCHEMA_KEY: other});
+            let err = evidence_from_json(&manifest).unwrap_err();
+            assert!(
+                err.contains(MANIFEST_SCHEMA_KEY) && err.contains(EVIDENCE_SCHEMA),
+                "{err}"
+            );
+        }
     }
 
     #[test]

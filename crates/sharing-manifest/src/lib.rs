@@ -4,11 +4,16 @@ mod file;
 mod json;
 mod lock;
 mod merge;
+mod summary;
 
 pub use file::{
     MAX_FILE_BYTES, ManifestError, quote_path, read_json_file, record_in_manifest,
     record_in_manifest_within,
 };
-pub use json::{EVIDENCE_KEYS, MANIFEST_KEY, evidence_from_json, evidence_to_json};
+pub use json::{
+    EVIDENCE_KEYS, EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, evidence_from_json,
+    evidence_to_json,
+};
 pub use lock::{LOCK_FILE_MODE, LOCK_WAIT, lock_path};
 pub use merge::{MergeCode, MergeFinding, MergeReport, RankRecord, merge};
+pub use summary::{MergeSummary, MergedFinding, MergedRank};

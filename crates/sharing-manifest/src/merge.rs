@@ -3,17 +3,19 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sharing_policy::Evidence;
 
-use crate::json::{evidence_from_json, evidence_to_json};
+use crate::json::evidence_from_json;
 
 mod contradiction;
 mod hosts;
 mod pipe;
 
 /// A stable, kebab-case code for one kind of inconsistency. Scripts may match on these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum MergeCode {
     /// Nothing was given to merge.
@@ -142,58 +144,7 @@ impl MergeReport {
     /// agrees on them (else `null`), the ranks sorted by rank (`rank`, `source`, `evidence`),
     /// and the findings (`code`, `message`, `sources`).
     pub fn to_json(&self) -> Value {
-        let agreed = |key: fn(&Evidence) -> Value| -> Value {
-            let values: Vec<Value> = self
-                .ranks
-                .iter()
-                .map(|record| key(&record.evidence))
-                .collect();
-            match values.split_first() {
-                Some((first, rest)) if rest.iter().all(|value| value == first) => first.clone(),
-                _ => Value::Null,
-            }
-        };
-        let mut sorted: Vec<&RankRecord> = self.ranks.iter().collect();
-        sorted.sort_by_key(|record| record.evidence.rank);
-        let ranks: Vec<Value> = sorted
-            .into_iter()
-            .map(|record| {
-                let mut entry = Map::new();
-                entry.insert("rank".to_owned(), Value::from(record.evidence.rank));
-                entry.insert("source".to_owned(), Value::from(record.source.clone()));
-                entry.insert("evidence".to_owned(), evidence_to_json(&record.evidence));
-                Value::Object(entry)
-            })
-            .collect();
-        let findings: Vec<Value> = self
-            .findings
-            .iter()
-            .map(|finding| {
-                let mut entry = Map::new();
-                entry.insert("code".to_owned(), Value::from(finding.code.as_str()));
-                entry.insert("message".to_owned(), Value::from(finding.message.clone()));
-                entry.insert("sources".to_owned(), Value::from(finding.sources.clone()));
-                Value::Object(entry)
-            })
-            .collect();
-        let mut out = Map::new();
-        out.insert("consistent".to_owned(), Value::Bool(self.is_consistent()));
-        out.insert(
-            "world_size".to_owned(),
-            agreed(|e| Value::from(e.world_size)),
-        );
-        out.insert(
-            "configured".to_owned(),
-            agreed(|e| Value::from(e.configured.clone())),
-        );
-        out.insert(
-            "effective".to_owned(),
-            agreed(|e| Value::from(e.effective.clone())),
-        );
-        out.insert("validated".to_owned(), agreed(|e| Value::from(e.validated)));
-        out.insert("ranks".to_owned(), Value::Array(ranks));
-        out.insert("findings".to_owned(), Value::Array(findings));
-        Value::Object(out)
+        serde_json::to_value(self.summary()).unwrap_or(Value::Null)
     }
 }
 

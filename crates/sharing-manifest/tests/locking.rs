@@ -115,7 +115,12 @@ fn concurrent_writers_of_both_kinds_lose_no_key() {
         .filter(|key| !object.contains_key(key))
         .collect();
     assert!(lost.is_empty(), "lost keys: {lost:?}");
-    assert_eq!(object.len(), 2 + PYTHON_WRITERS * KEYS_EACH);
+    // "a", the evidence and its version (issue 13), then the launchers' keys.
+    assert_eq!(
+        written["cuda_process_sharing_schema"],
+        sharing_manifest::EVIDENCE_SCHEMA
+    );
+    assert_eq!(object.len(), 3 + PYTHON_WRITERS * KEYS_EACH);
     let lock = std::fs::metadata(lock_path(&manifest)).unwrap();
     assert!(lock.is_file(), "the lock file is never removed");
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// What kind of prerequisite was not met. The kebab-case spelling ([`Code::as_str`]) is stable:
 /// scripts and dashboards may match on it. Variants are listed in the validator's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Code {

@@ -10,6 +10,7 @@ use crate::Code;
 /// Field order is the JSON key order; keep it. The keys after `daemon_pid` read as their
 /// defaults when absent, so older evidence still reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Evidence {
     /// The configured mode (`"mps"` or null).
     pub configured: Option<String>,

@@ -60,6 +60,7 @@ pub const DAEMON_QUERY_PROGRAM: &str = "nvidia-cuda-mps-control";
 
 /// A raw OS string kept losslessly: JSON text when it is UTF-8, else its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(untagged, deny_unknown_fields)]
 pub enum OsText {
     /// Valid UTF-8.
@@ -115,6 +116,7 @@ impl From<&str> for OsText {
 /// Unknown fields are refused when a snapshot is read: a fact the reader does not know may be
 /// one its writer meant to fail the check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HostFacts {
     /// [`SCHEMA`], or [`SCHEMA_V1`] for an older snapshot (which has none of the v2 fields).
@@ -171,6 +173,7 @@ impl HostFacts {
 
 /// The raw environment. `None` = unset, which CUDA treats differently from empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EnvFacts {
     /// `CUDA_VISIBLE_DEVICES`.
@@ -229,6 +232,7 @@ pub(crate) fn join(directory: &OsText, name: &str) -> OsText {
 
 /// One bounded subprocess run, as data: what was asked and what came back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct QueryRecord {
     /// The program name or path as spawned.
@@ -260,6 +264,7 @@ pub struct QueryRecord {
 
 /// One earlier attempt of a retried query: how it ended and how long the probe waited after it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Attempt {
     /// How long the attempt ran, in milliseconds.
     pub elapsed_ms: u64,
@@ -271,6 +276,7 @@ pub struct Attempt {
 
 /// How a subprocess run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueryOutcome {
     /// The process could not be started (not on PATH, not executable, …).
@@ -300,6 +306,7 @@ pub enum QueryOutcome {
 
 /// Captured output, read with a cap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CapturedText {
     /// The text (invalid UTF-8 replaced by U+FFFD; see `non_utf8`).
@@ -325,6 +332,7 @@ impl CapturedText {
 
 /// What the filesystem says about the control pipe path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PipeFacts {
     /// The pipe directory the probe looked in.
@@ -343,6 +351,7 @@ pub struct PipeFacts {
 
 /// The kind of a filesystem entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FileKind {
     /// A Unix domain socket.
@@ -367,6 +376,7 @@ pub enum FileKind {
 
 /// One `stat`/`lstat` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FileFacts {
     /// The entry's kind.
@@ -383,6 +393,7 @@ pub struct FileFacts {
 
 /// Access checks made as the probing user (effective IDs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AccessFacts {
     /// The probing user's effective UID.
@@ -397,6 +408,7 @@ pub struct AccessFacts {
 
 /// The control daemon's pid file, read with a small cap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PidFileFacts {
     /// `<pipe directory>/nvidia-cuda-mps-control.pid`.

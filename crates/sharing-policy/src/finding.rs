@@ -7,6 +7,7 @@ use crate::Code;
 
 /// One unmet prerequisite, as `explain` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Finding {
     /// The stable code.
     pub code: Code,

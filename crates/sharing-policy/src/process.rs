@@ -23,6 +23,7 @@ pub const DAEMON_ENVIRON_VARS: [&str; 4] = [
 
 /// The probing process's user IDs (`getuid`, `geteuid`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CallerFacts {
     /// The real UID.
@@ -34,6 +35,7 @@ pub struct CallerFacts {
 /// One process as `/proc/<pid>` showed it, raw. A file that could not be read has its OS error
 /// in `errors`, keyed by the file's name (`status`, `comm`, `cmdline`, `environ`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProcessFacts {
     /// The PID.
@@ -71,6 +73,7 @@ impl ProcessFacts {
 
 /// How the control daemon's process was looked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DaemonSearchMethod {
     /// The pid file named a live control daemon (550+ drivers): only that PID was read.
@@ -82,6 +85,7 @@ pub enum DaemonSearchMethod {
 
 /// The search for the control daemon's process, and every candidate it recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DaemonSearch {
     /// The `/proc` directory that was read.

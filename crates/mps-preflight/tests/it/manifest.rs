@@ -27,7 +27,16 @@ fn keeps_every_key_and_the_order() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys, ["schema_version", "run", "cuda_process_sharing", "z"]);
+    assert_eq!(
+        keys,
+        [
+            "schema_version",
+            "run",
+            "cuda_process_sharing",
+            "cuda_process_sharing_schema",
+            "z"
+        ]
+    );
     assert_eq!(
         written["run"],
         serde_json::json!({"id": "abc", "steps": [1, 2]})
@@ -50,7 +59,10 @@ fn creates_a_missing_manifest() {
         serde_json::from_slice(&std::fs::read(host.root().join("new.json")).unwrap()).unwrap();
     assert_eq!(
         written,
-        serde_json::json!({"cuda_process_sharing": evidence})
+        serde_json::json!({
+            "cuda_process_sharing": evidence,
+            "cuda_process_sharing_schema": sharing_manifest::EVIDENCE_SCHEMA
+        })
     );
 }
 

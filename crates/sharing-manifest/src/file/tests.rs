@@ -6,6 +6,7 @@ use serde_json::json;
 use sharing_policy::Evidence;
 
 use super::*;
+use crate::json::{EVIDENCE_SCHEMA, MANIFEST_SCHEMA_KEY};
 
 fn evidence() -> Evidence {
     Evidence {
@@ -75,7 +76,11 @@ fn keeps_every_other_key_and_the_key_order() {
     record_in_manifest(&path, &evidence()).unwrap();
     let text = fs::read_to_string(&path).unwrap();
     let value: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(keys(&value), ["zeta", "alpha", "mid", MANIFEST_KEY]);
+    assert_eq!(
+        keys(&value),
+        ["zeta", "alpha", "mid", MANIFEST_KEY, MANIFEST_SCHEMA_KEY]
+    );
+    assert_eq!(value[MANIFEST_SCHEMA_KEY], EVIDENCE_SCHEMA);
     assert_eq!(value["alpha"], json!({"nested": [1, 2.5, null]}));
     assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
     assert!(text.ends_with("}\n"));
@@ -86,11 +91,12 @@ fn keeps_every_other_key_and_the_key_order() {
 fn replaces_existing_evidence_in_place() {
     let (_dir, path) = setup(
         "run.json",
-        br#"{"a": 1, "cuda_process_sharing": {"old": true}, "z": 2}"#,
+        br#"{"cuda_process_sharing_schema": "old", "a": 1, "cuda_process_sharing": {"old": true}, "z": 2}"#,
     );
     record_in_manifest(&path, &evidence()).unwrap();
     let value: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-    assert_eq!(keys(&value), ["a", MANIFEST_KEY, "z"]);
+    assert_eq!(keys(&value), ["a", MANIFEST_KEY, MANIFEST_SCHEMA_KEY, "z"]);
+    assert_eq!(value[MANIFEST_SCHEMA_KEY], EVIDENCE_SCHEMA);
     assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
 }
 
@@ -100,7 +106,10 @@ fn creates_a_missing_manifest() {
     let path = dir.path().join("new.json");
     record_in_manifest(&path, &evidence()).unwrap();
     let value: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-    assert_eq!(value, json!({MANIFEST_KEY: evidence_to_json(&evidence())}));
+    assert_eq!(
+        value,
+        json!({MANIFEST_KEY: evidence_to_json(&evidence()), MANIFEST_SCHEMA_KEY: EVIDENCE_SCHEMA})
+    );
     // The lock file stays (issue 15: it is never removed); no temp file does.
     assert_eq!(entries(dir.path()), ["new.json", "new.json.lock"]);
 }

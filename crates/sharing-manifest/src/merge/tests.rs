@@ -2,6 +2,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
+use crate::json::evidence_to_json;
 
 fn rank(rank: i64, world_size: i64) -> Evidence {
     Evidence {

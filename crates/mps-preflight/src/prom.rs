@@ -1,0 +1,169 @@
+//! `probe --prom-textfile`: `node_exporter`'s textfile-collector format (the Prometheus text
+//! exposition format, version 0.0.4), written whether the request was validated or not.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sharing_policy::{Code, Evidence, Finding, HostFacts, Request};
+
+/// What one probe saw, as the metrics report it.
+pub(crate) struct ProbeMetrics<'a> {
+    /// Whether the request was validated.
+    pub(crate) validated: bool,
+    /// Every unmet prerequisite (`explain`).
+    pub(crate) findings: &'a [Finding],
+    /// The ambient state: the request judged as a null request, which never fails (`None` only
+    /// if it did anyway); gives the pipe directory, the GPU and whether a daemon answered.
+    pub(crate) ambient: Option<&'a Evidence>,
+    /// How long observing and judging took.
+    pub(crate) duration: Duration,
+    /// When the probe ran.
+    pub(crate) finished: SystemTime,
+}
+
+/// The request with its mode left null: what the host shows, whatever was asked.
+pub(crate) fn ambient_evidence(request: &Request, facts: &HostFacts) -> Option<Evidence> {
+    let null = Request {
+        mode: None,
+        ..request.clone()
+    };
+    sharing_policy::validate(&null, facts).ok()
+}
+
+/// The textfile's contents: five metrics, each with `# HELP` and `# TYPE`.
+pub(crate) fn render(metrics: &ProbeMetrics<'_>) -> String {
+    let pipe_directory = metrics
+        .ambient
+        .and_then(|evidence| evidence.pipe_directory.as_deref())
+        .unwrap_or("");
+    let gpu_uuid = metrics
+        .ambient
+        .and_then(|evidence| evidence.learner_gpu_uuid.as_deref())
+        .unwrap_or("");
+    let daemon_up = metrics
+        .ambient
+        .is_some_and(|evidence| evidence.ambient_server);
+    let mut text = String::new();
+    header(
+        &mut text,
+        "mps_preflight_validated",
+        "1 when the request was proven to share one GPU through a live CUDA MPS daemon, else 0.",
+    );
+    let _ = writeln!(
+        text,
+        "mps_preflight_validated{{pipe_directory=\"{}\",gpu_uuid=\"{}\"}} {}",
+        escape_label(pipe_directory),
+        escape_label(gpu_uuid),
+        u8::from(metrics.validated)
+    );
+    header(
+        &mut text,
+        "mps_preflight_unmet_prerequisites",
+        "1 for each prerequisite (by code) that blocks the request, else 0.",
+    );
+    for code in Code::ALL {
+        let unmet = metrics.findings.iter().any(|finding| finding.code == code);
+        let _ = writeln!(
+            text,
+            "mps_preflight_unmet_prerequisites{{code=\"{}\"}} {}",
+            code.as_str(),
+            u8::from(unmet)
+        );
+    }
+    header(
+        &mut text,
+        "mps_preflight_daemon_up",
+        "1 when an MPS control daemon answered a read-only query on the pipe directory, else 0.",
+    );
+    let _ = writeln!(text, "mps_preflight_daemon_up {}", u8::from(daemon_up));
+    header(
+        &mut text,
+        "mps_preflight_probe_duration_seconds",
+        "How long observing the host and judging the request took.",
+    );
+    let _ = writeln!(
+        text,
+        "mps_preflight_probe_duration_seconds {}",
+        metrics.duration.as_secs_f64()
+    );
+    header(
+        &mut text,
+        "mps_preflight_last_run_timestamp_seconds",
+        "When the probe ran, in seconds since the Unix epoch.",
+    );
+    let since_epoch = metrics
+        .finished
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let _ = writeln!(
+        text,
+        "mps_preflight_last_run_timestamp_seconds {}",
+        since_epoch.as_secs_f64()
+    );
+    text
+}
+
+/// The metrics of one probe, written to `path`; the error is the message to print.
+pub(crate) fn write_probe(
+    path: &Path,
+    request: &Request,
+    facts: &HostFacts,
+    validated: bool,
+    duration: Duration,
+) -> Result<(), String> {
+    let findings = sharing_policy::explain(request, facts);
+    let ambient = ambient_evidence(request, facts);
+    let text = render(&ProbeMetrics {
+        validated,
+        findings: &findings,
+        ambient: ambient.as_ref(),
+        duration,
+        finished: SystemTime::now(),
+    });
+    write(path, &text).map_err(|err| {
+        format!(
+            "{}: cannot write the Prometheus textfile: {err}",
+            path.display()
+        )
+    })
+}
+
+/// Writes the textfile atomically (a temp file in the same directory, then a rename), readable
+/// by `node_exporter` whatever user it runs as.
+fn write(path: &Path, text: &str) -> std::io::Result<()> {
+    crate::commands::write_atomically_with_mode(path, text.as_bytes(), 0o644)
+}
+
+fn header(text: &mut String, name: &str, help: &str) {
+    let _ = writeln!(text, "# HELP {name} {help}");
+    let _ = writeln!(text, "# TYPE {name} gauge");
+}
+
+/// A label value as the exposition format requires: `\`, `"` and line feed escaped. Every
+/// other character, carriage returns included, is allowed as is.
+pub(crate) fn escape_label(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str(r"\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str(r"\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_escape_backslash_quote_and_newline() {
+        assert_eq!(escape_label(r#"a\b"c"#), r#"a\\b\"c"#);
+        assert_eq!(escape_label("x\ny"), r"x\ny");
+        assert_eq!(escape_label("/tmp/nvidia-mps"), "/tmp/nvidia-mps");
+        assert_eq!(escape_label("\\n"), r"\\n");
+    }
+}

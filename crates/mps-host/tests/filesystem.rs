@@ -363,8 +363,8 @@ fn observed_as_nobody(dir: &Path) -> Option<(PipeFacts, PidFileFacts)> {
         std::fs::copy(&exe, &copy).unwrap();
     }
     chmod(&copy, 0o755);
-    for _ in 0..20 {
-        let output = command("setpriv")
+    let output = common::output_when_not_busy(|| {
+        command("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(&copy)
             .args([
@@ -375,29 +375,23 @@ fn observed_as_nobody(dir: &Path) -> Option<(PipeFacts, PidFileFacts)> {
             ])
             .env(INNER_ENV, dir)
             .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if stderr.contains("Text file busy") {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            continue; // the copy was still open in a concurrently forked child
-        }
-        assert!(
-            output.status.success(),
-            "inner run failed: {stdout}\n{stderr}"
-        );
-        // libtest prints `test … ... ` on the same line first.
-        let line = stdout
-            .lines()
-            .find_map(|line| line.split_once(MARKER).map(|(_, json)| json));
-        let line =
-            line.unwrap_or_else(|| panic!("no facts from the inner run: {stdout}\n{stderr}"));
-        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
-        let pipe = serde_json::from_value(value["pipe"].take()).unwrap();
-        let pid_file = serde_json::from_value(value["pid_file"].take()).unwrap();
-        return Some((pipe, pid_file));
-    }
-    panic!("the copied test binary stayed busy");
+            .unwrap()
+    });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "inner run failed: {stdout}\n{stderr}"
+    );
+    // libtest prints `test … ... ` on the same line first.
+    let line = stdout
+        .lines()
+        .find_map(|line| line.split_once(MARKER).map(|(_, json)| json));
+    let line = line.unwrap_or_else(|| panic!("no facts from the inner run: {stdout}\n{stderr}"));
+    let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+    let pipe = serde_json::from_value(value["pipe"].take()).unwrap();
+    let pid_file = serde_json::from_value(value["pid_file"].take()).unwrap();
+    Some((pipe, pid_file))
 }
 
 #[test]

@@ -382,21 +382,24 @@ fn as_nobody_the_scope_is_unverified() {
     std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     #[allow(clippy::disallowed_methods, reason = "test: runs itself as nobody")]
-    let output = std::process::Command::new(setpriv)
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&copy)
-        .args([
-            "--exact",
-            "capture_as_the_calling_user",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(HELPER_PIPE, &daemon.pipe_dir)
-        .env(HELPER_LOG, &daemon.log_dir)
-        .env(HELPER_BIN, &daemon.bin_dir)
-        .current_dir(&daemon.bin_dir)
-        .output()
-        .unwrap();
+    let run = || {
+        std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&copy)
+            .args([
+                "--exact",
+                "capture_as_the_calling_user",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(HELPER_PIPE, &daemon.pipe_dir)
+            .env(HELPER_LOG, &daemon.log_dir)
+            .env(HELPER_BIN, &daemon.bin_dir)
+            .current_dir(&daemon.bin_dir)
+            .output()
+            .unwrap()
+    };
+    let output = common::output_when_not_busy(run);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let json = stdout
         .lines()

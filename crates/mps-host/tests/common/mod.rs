@@ -122,3 +122,20 @@ pub(crate) fn live_processes_with_env(name: &str, value: &[u8]) -> Vec<i32> {
     }
     found
 }
+
+/// Runs `command` until its exec stops failing with ETXTBSY (20 tries, 50 ms apart): a binary
+/// copied just before can still be open for writing in a child that another test forked
+/// meanwhile.
+pub(crate) fn output_when_not_busy(
+    mut command: impl FnMut() -> std::process::Output,
+) -> std::process::Output {
+    let mut output = command();
+    for _ in 0..20 {
+        if !String::from_utf8_lossy(&output.stderr).contains("Text file busy") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        output = command();
+    }
+    output
+}

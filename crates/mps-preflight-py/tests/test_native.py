@@ -175,11 +175,17 @@ def test_record_and_write_manifest_keep_every_other_key(tmp_path: Path) -> None:
     path.write_text('{"run_id": "abc", "steps": 10}')
     mps_preflight.write_manifest(path, evidence)
     written = json.loads(path.read_text())
-    assert list(written) == ["run_id", "steps", "cuda_process_sharing"]
+    # The file write also names the evidence's schema beside it (issue 13); `record` keeps the
+    # reference module's in-memory shape.
+    assert list(written) == ["run_id", "steps", "cuda_process_sharing", "cuda_process_sharing_schema"]
     assert written["cuda_process_sharing"] == evidence.to_dict()
+    assert written["cuda_process_sharing_schema"] == "mps-preflight/evidence/v1"
 
     mps_preflight.write_manifest(tmp_path / "new.json", evidence)
-    assert json.loads((tmp_path / "new.json").read_text()) == {"cuda_process_sharing": evidence.to_dict()}
+    assert json.loads((tmp_path / "new.json").read_text()) == {
+        "cuda_process_sharing": evidence.to_dict(),
+        "cuda_process_sharing_schema": "mps-preflight/evidence/v1",
+    }
 
 
 def test_a_manifest_that_is_not_an_object_is_left_untouched(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ pub enum VisibilityError {
 /// rewritten to its host GPU's `GPU-` UUID (display form), so the mask survives an MPS
 /// server's renumbering. Join the result with `,` to get the value to export.
 ///
-/// What differs from the seed, on purpose (notes/visibility.md §9 item 14):
+/// What differs from the seed, on purpose (docs/cuda-visibility.md §9 item 14):
 /// - an index is whatever CUDA reads as one (`strtoul`): `01`, `+1`, ` 1` and `1abc` all
 ///   become host GPU 1's UUID (the seed passed them through, or missed `01`);
 /// - only the entries CUDA reads are rewritten: the entry where CUDA stops and everything

@@ -52,7 +52,7 @@ impl Resolution {
     /// order: true for an unset variable or device indices on a host with more than one GPU.
     /// That holds only under `CUDA_DEVICE_ORDER=PCI_BUS_ID`, or in practice when
     /// [`GpuTable::is_homogeneous`]; otherwise CUDA's default fastest-first order may differ
-    /// (notes §1, koboldcpp#1023), so prefer `GPU-` UUIDs.
+    /// (docs/cuda-visibility.md §1, koboldcpp#1023), so prefer `GPU-` UUIDs.
     pub fn relies_on_index_order(&self) -> bool {
         self.relies_on_index_order
     }
@@ -75,7 +75,7 @@ pub enum ResolveError {
 }
 
 /// The host GPUs a CUDA process started with `devices` would see on the host `table`, in
-/// CUDA's order, following the driver's rules (notes/visibility.md §1, §9):
+/// CUDA's order, following the driver's rules (docs/cuda-visibility.md §1, §9):
 ///
 /// - unset: every GPU, in table order; blank or a repeat found when parsing: none;
 /// - an index selects the table row with that index; one at or beyond the table's length

@@ -57,10 +57,10 @@ pub enum StopReason {
         list: Mode,
     },
     /// A `GPU-`/`MIG-` id with whitespace around it. PyTorch's model of the driver treats it as
-    /// invalid, nvitop strips it; unverified on a real driver (notes §3 rows 44–45).
+    /// invalid, nvitop strips it; unverified on a real driver (docs/cuda-visibility.md §3 rows 44–45).
     Whitespace,
     /// `gpu-`/`mig-` in another letter case: CUDA matches the prefix case-sensitively
-    /// (PyTorch's model; unverified, notes §3 row 42).
+    /// (PyTorch's model; unverified, docs/cuda-visibility.md §3 row 42).
     PrefixCase,
     /// Resolution: an index at or beyond the number of host GPUs.
     IndexBeyondTable {
@@ -149,7 +149,7 @@ pub enum WarningKind {
 /// A parsed `CUDA_VISIBLE_DEVICES` value: what CUDA reads from it before it knows the host,
 /// losslessly (unset ≠ empty), with where and why reading stopped.
 ///
-/// The rules (notes/visibility.md §1, §9; PyTorch's driver emulation, which was checked against
+/// The rules (docs/cuda-visibility.md §1, §9; PyTorch's driver emulation, which was checked against
 /// driver 525.60.13):
 /// - unset: every GPU; empty or only whitespace: none;
 /// - split on commas only; there are no ranges;

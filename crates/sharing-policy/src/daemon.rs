@@ -1,4 +1,4 @@
-//! Interpreting the recorded daemon query and pid file (mps.md §5 c–e).
+//! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e).
 
 use crate::retry::transient_signature;
 use crate::text::{push_repr, repr};

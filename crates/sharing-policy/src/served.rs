@@ -1,4 +1,4 @@
-//! Interpreting schema v2's process facts (mps.md §5, "the two processes will share one GPU
+//! Interpreting schema v2's process facts (docs/mps-daemon.md §5, "the two processes will share one GPU
 //! through it"): the listed servers' owners, the control daemon's process, its GPU scope and
 //! whether it runs in multi-user mode. Pure: everything comes from the snapshot.
 

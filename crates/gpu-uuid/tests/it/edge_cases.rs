@@ -1,4 +1,4 @@
-//! Every row of the edge-case table in notes/visibility.md §3 that a parser and resolver can
+//! Every row of the edge-case table in docs/cuda-visibility.md §3 that a parser and resolver can
 //! decide without a driver, as data: (row, value, host) → the host GPUs CUDA sees, in order.
 //!
 //! Out of scope here, because the answer is not in the value and the `nvidia-smi` table:

@@ -1,4 +1,4 @@
-//! The host GPU tables of notes/visibility.md §2, as `nvidia-smi` would print them.
+//! The host GPU tables of docs/cuda-visibility.md §2, as `nvidia-smi` would print them.
 
 use std::fmt::Write as _;
 

@@ -1,4 +1,4 @@
-//! gpu-uuid's integration tests: one binary (notes/aesthetics.md §4.1).
+//! gpu-uuid's integration tests: one binary, so one link for all of them.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -1,5 +1,5 @@
 //! `mps_visibility_entries`: the seed's rewrite of indices to UUIDs, with its pitfalls fixed
-//! (notes §9 item 14).
+//! (docs/cuda-visibility.md §9 item 14).
 
 use gpu_uuid::{VisibilityError, VisibleDevices, mps_visibility_entries, resolve};
 

@@ -88,7 +88,7 @@ fn mig_forms() {
     );
 }
 
-/// The seed's function, kept exactly, quirks included (notes §5).
+/// The seed's function, kept exactly, quirks included (docs/cuda-visibility.md §5).
 #[test]
 fn canonicalize_is_the_seed_function() {
     // Python: value.strip().upper().removeprefix("GPU-").replace("-", "")

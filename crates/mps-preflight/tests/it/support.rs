@@ -17,7 +17,7 @@ pub(crate) const NO_SUCH_PID_LINE: &str = "4194399\n";
 
 pub(crate) const SCHEMA: &str = "mps-preflight/host-facts/v1";
 
-/// GPU UUIDs of the fake hosts (from notes/visibility.md's example tables).
+/// GPU UUIDs of the fake hosts (from docs/cuda-visibility.md's example tables).
 pub(crate) const GPU0: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
 pub(crate) const GPU1: &str = "GPU-5a88edbe-90c4-2449-8c43-70c57591cca1";
 

@@ -1,4 +1,4 @@
-//! The compute mode family (mps.md T3): `Prohibited` allows no context, `Exclusive_Thread`
+//! The compute mode family (docs/mps-daemon.md T3): `Prohibited` allows no context, `Exclusive_Thread`
 //! cannot host an MPS server for two processes; `Default` and `Exclusive_Process` (NVIDIA's
 //! recommended mode for MPS) are recorded.
 

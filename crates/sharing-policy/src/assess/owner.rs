@@ -1,6 +1,6 @@
 //! The server owner family: a daemon runs one server at a time, and a server of another user
 //! makes this job's clients queue behind it, unless the daemon runs in multi-user mode
-//! (mps.md F17, T8).
+//! (docs/mps-daemon.md F17, T8).
 
 use super::{Context, Findings, MPS, Served};
 use crate::served::{self, DaemonProcess, Owner};

@@ -1,5 +1,5 @@
 //! The daemon scope family: the `CUDA_VISIBLE_DEVICES` the daemon started with defines the GPUs
-//! it serves, renumbered from 0 (mps.md F5, T5).
+//! it serves, renumbered from 0 (docs/mps-daemon.md F5, T5).
 
 use super::{Context, Findings, MPS, Served};
 use crate::served::{self, DaemonProcess, Scope};

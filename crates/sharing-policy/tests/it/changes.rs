@@ -8,7 +8,7 @@ use sharing_policy::{
 use crate::hosts::{self, H100_A, H100_B, ONE_H100, TWO_H100};
 use crate::support::{ambient, code, message, mps};
 
-/// `nvidia-cuda-mps-control` when no daemon is reachable (notes/mps.md §2 X1).
+/// `nvidia-cuda-mps-control` when no daemon is reachable (docs/mps-daemon.md §2 X1).
 pub(crate) fn no_daemon() -> QueryOutcome {
     QueryOutcome::Exited {
         code: Some(1),

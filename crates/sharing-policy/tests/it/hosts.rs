@@ -2,7 +2,7 @@
 //! step with the schema. The committed JSON must equal what these builders produce; regenerate
 //! with `UPDATE_FIXTURES=1 cargo test -p sharing-policy --test it hosts::`.
 //!
-//! Byte-exact daemon outputs are from notes/mps.md §2 (X1, X3, X13, X21); the server-list lines
+//! Byte-exact daemon outputs are from docs/mps-daemon.md §2 (X1, X3, X13, X21); the server-list lines
 //! are synthetic (no GPU was available to record a live server). nvidia-smi rows follow
 //! `gpu_uuid::TABLE_QUERY_ARGS`.
 
@@ -35,9 +35,9 @@ const MIG_HOST: &str = "0, GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77, NVIDIA A100
 
 const ENOENT: &str = "No such file or directory (os error 2)";
 const EACCES: &str = "Permission denied (os error 13)";
-/// notes/mps.md §2 X1: no daemon, or unreachable for any reason.
+/// docs/mps-daemon.md §2 X1: no daemon, or unreachable for any reason.
 const CANNOT_FIND: &str = "Cannot find MPS control daemon process\n";
-/// notes/visibility.md §6: the driver-not-loaded message, exit 9.
+/// docs/cuda-visibility.md §6: the driver-not-loaded message, exit 9.
 const DRIVER_FAILURE: &str = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n";
 
 fn text(s: &str) -> CapturedText {
@@ -164,7 +164,7 @@ pub(crate) fn live_socket(env: &EnvFacts) -> PipeFacts {
     )
 }
 
-/// A 550+ driver's pid file: the daemon PID, no trailing newline (notes/mps.md §2 X21).
+/// A 550+ driver's pid file: the daemon PID, no trailing newline (docs/mps-daemon.md §2 X21).
 pub(crate) fn pid_file(env: &EnvFacts, pid: &str, alive: bool) -> PidFileFacts {
     PidFileFacts {
         path: env.pid_file_path(),

@@ -293,7 +293,7 @@ fn devices_are_normalised_in_the_evidence() {
 
 #[test]
 fn the_collector_is_named_when_its_device_is_wrong() {
-    // The seed always said learner_device (unilab notes B2).
+    // The seed always said learner_device (the reference module's wording).
     let healthy = hosts::healthy(EnvFacts::default(), ONE_H100, "100.0\n");
     let text = message(&mps("cuda:0", Some("cpu")), &healthy);
     assert!(text.contains("got collector_device='cpu'"), "{text}");

@@ -1,11 +1,23 @@
 //! The one place the binding asks `sharing-policy` for a verdict, and so for its messages.
 //!
-//! Every native function that validates goes through [`judge`] and [`findings`]; when the
-//! policy takes a vocabulary (the CLI's own wording vs. the reference module's), the binding
-//! passes the reference vocabulary here, once, and the compat layer keeps the reference's
-//! wording without a message copied into Python.
+//! Every native function that validates goes through [`judge`] and [`findings`], which ask in
+//! [`VOCABULARY`], the reference module's wording: the compat layer keeps the reference's
+//! messages exactly without one copied into Python, and the native API (whose keywords are the
+//! reference's: `learner_device`, `rank`, `world_size`) says the same. The console command
+//! (`mps-preflight`) is the CLI's own `run`, in the CLI's words.
 
-use sharing_policy::{Evidence, Finding, HostFacts, Request};
+use sharing_policy::{Evidence, Finding, HostFacts, Request, Vocabulary};
+
+/// The words of every message the Python API raises or returns.
+pub const VOCABULARY: Vocabulary = Vocabulary::Reference;
+
+/// `request` in [`VOCABULARY`].
+fn worded(request: &Request) -> Request {
+    Request {
+        vocabulary: VOCABULARY,
+        ..request.clone()
+    }
+}
 
 /// The policy's answer to one request on one host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +41,7 @@ pub enum Verdict {
 
 /// Validates `request` against `facts`; a rejection comes with every finding.
 pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
+    let request = &worded(request);
     match sharing_policy::validate(request, facts) {
         Ok(evidence) => Verdict::Valid(evidence),
         Err(rejection) => Verdict::Rejected {
@@ -41,5 +54,5 @@ pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
 
 /// Every unmet prerequisite of `request` on `facts` (empty when it validates).
 pub fn findings(request: &Request, facts: &HostFacts) -> Vec<Finding> {
-    sharing_policy::explain(request, facts)
+    sharing_policy::explain(&worded(request), facts)
 }

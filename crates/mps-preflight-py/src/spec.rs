@@ -53,7 +53,8 @@ impl Spec {
 
     /// The request as the policy reads it; `null` in any case is no mode, as on the command
     /// line (`--request null`). Built on [`Request::new`], so a request field the policy adds
-    /// later starts at its default here too.
+    /// later starts at its default here too; the backend is always named, as the reference
+    /// requires. The vocabulary is chosen in [`crate::policy`], not here.
     pub fn request(&self) -> Request {
         let mode = self
             .mode

@@ -109,7 +109,8 @@ const TABLE: &[(&str, i32)] = &[
         2,
     ),
     ("check --snapshot SNAP --backend mjwarp", 2),
-    ("check --snapshot SNAP --learner-device cpu", 2),
+    ("check --snapshot SNAP --learner-device cpu", 0),
+    ("check --snapshot SNAP --backend mjwarp", 2),
     ("check --learner-device cpu --backend mjwarp", 2),
     (
         "check --snapshot missing.json --learner-device cpu --backend mjwarp",

@@ -16,6 +16,7 @@ pub mod retry;
 mod served;
 mod start;
 mod text;
+mod unobserved;
 mod vocabulary;
 
 use assess::{Unmet, Wanted};
@@ -37,6 +38,7 @@ pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
+pub use unobserved::nothing_observed;
 pub use vocabulary::Vocabulary;
 
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an

@@ -53,6 +53,11 @@ fn push_escaped_repr(out: &mut String, value: &str) {
     out.push(quote);
 }
 
+/// `text` without a trailing period, so it can be followed by ". ".
+pub(crate) fn clause(text: &str) -> &str {
+    text.trim_end().trim_end_matches('.')
+}
+
 /// Appends `value` as it reads, unquoted, with only its control characters escaped as
 /// [`repr`] escapes them (`\n`, `\t`, `\xNN`), so it cannot break the message's line.
 pub(crate) fn push_plain(out: &mut String, value: &str) {

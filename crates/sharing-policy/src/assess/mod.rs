@@ -20,6 +20,7 @@ use gpu_uuid::{GpuTableView, GpuUuid};
 use crate::daemon;
 use crate::gpu;
 use crate::served::{self, DaemonProcess, ServedFacts};
+use crate::text::clause;
 use crate::{Code, EnvFacts, Evidence, Finding, HostFacts, OsText, Request, Vocabulary, start};
 use pipe::PipeEvidence;
 
@@ -302,11 +303,6 @@ fn cuda_device(index: u32) -> String {
         .ok()
         .and_then(|i| ONE_DIGIT.get(i))
         .map_or_else(|| format!("cuda:{index}"), |device| (*device).to_owned())
-}
-
-/// `text` without a trailing period, so it can be followed by ". ".
-fn clause(text: &str) -> &str {
-    text.trim_end().trim_end_matches('.')
 }
 
 fn inconsistent(words: Vocabulary, what: String) -> Finding {

@@ -1,21 +1,20 @@
 //! The one place the binding asks `sharing-policy` for a verdict, and so for its messages.
 //!
-//! Every native function that validates goes through [`judge`] and [`findings`], which ask in
-//! [`VOCABULARY`], the reference module's wording: the compat layer keeps the reference's
-//! messages exactly without one copied into Python, and the native API (whose keywords are the
-//! reference's: `learner_device`, `rank`, `world_size`) says the same. The console command
-//! (`mps-preflight`) is the CLI's own `run`, in the CLI's words.
+//! Every native function that validates goes through [`judge`] and [`findings`], in the
+//! words [`vocabulary`] chooses for the API that asked: the compat layer (the reference
+//! module's drop-in) keeps the reference's wording exactly, without a message copied into
+//! Python; the native API says what the CLI says, word for word (its keywords are the CLI's
+//! flags: `request`, `learner_device`, `backend`, ...), as does the console command.
 
 use sharing_policy::{Evidence, Finding, HostFacts, Request, Vocabulary};
 
-/// The words of every message the Python API raises or returns.
-pub const VOCABULARY: Vocabulary = Vocabulary::Reference;
-
-/// `request` in [`VOCABULARY`].
-fn worded(request: &Request) -> Request {
-    Request {
-        vocabulary: VOCABULARY,
-        ..request.clone()
+/// The words of the messages for the API that asked: the reference's for `compat`, the
+/// CLI's for the native API.
+pub fn vocabulary(compat: bool) -> Vocabulary {
+    if compat {
+        Vocabulary::Reference
+    } else {
+        Vocabulary::Cli
     }
 }
 
@@ -39,9 +38,9 @@ pub enum Verdict {
     },
 }
 
-/// Validates `request` against `facts`; a rejection comes with every finding.
+/// Validates `request` against `facts`; a rejection comes with every finding, in the
+/// request's vocabulary ([`vocabulary`], set by `Spec::request`).
 pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
-    let request = &worded(request);
     match sharing_policy::validate(request, facts) {
         Ok(evidence) => Verdict::Valid(evidence),
         Err(rejection) => Verdict::Rejected {
@@ -54,5 +53,5 @@ pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
 
 /// Every unmet prerequisite of `request` on `facts` (empty when it validates).
 pub fn findings(request: &Request, facts: &HostFacts) -> Vec<Finding> {
-    sharing_policy::explain(&worded(request), facts)
+    sharing_policy::explain(request, facts)
 }

@@ -265,16 +265,41 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
     for (number, finding) in findings.iter().enumerate() {
         let _ = write!(
             text,
-            "\n{}. [{}] {}\n   found: {}\n   why:   {}\n   fix:   {}\n",
+            "\n{}. [{}] {}\n",
             number + 1,
             finding.code.as_str(),
-            one_line(&finding.message),
-            one_line(&finding.found),
-            one_line(&finding.why),
-            one_line(&finding.fix)
+            one_line(&finding.message)
         );
+        push_details(&mut text, finding, ["found:", "why:  ", "fix:  "]);
     }
     text
+}
+
+/// The `found`, `why` and `fix` lines of `finding` under its message, with `labels`. The
+/// message usually says what was found and the fix word for word already: a line that would
+/// repeat it is left out, so each piece is read once (`why` is never in the message).
+fn push_details(text: &mut String, finding: &Finding, [found, why, fix]: [&str; 3]) {
+    if !repeats(&finding.message, &finding.found) {
+        let _ = writeln!(text, "   {found} {}", one_line(&finding.found));
+    }
+    let _ = writeln!(text, "   {why} {}", one_line(&finding.why));
+    if !repeats(&finding.message, &finding.fix) {
+        let _ = writeln!(text, "   {fix} {}", one_line(&finding.fix));
+    }
+}
+
+/// Whether `message` already holds `part` word for word (its first letter in either case, as
+/// a fix opens a sentence of the message).
+fn repeats(message: &str, part: &str) -> bool {
+    let mut chars = part.chars();
+    let Some(first) = chars.next() else {
+        return true;
+    };
+    let rest = chars.as_str();
+    first
+        .to_uppercase()
+        .chain(first.to_lowercase())
+        .any(|letter| message.contains(&format!("{letter}{rest}")))
 }
 
 /// Each unverified prerequisite as a warning, with how to verify it (nothing when none).
@@ -283,13 +308,11 @@ fn warnings_human(warnings: &[Finding]) -> String {
     for warning in warnings {
         let _ = write!(
             text,
-            "\nwarning: [{}] {}\n   found:  {}\n   why:    {}\n   verify: {}\n",
+            "\nwarning: [{}] {}\n",
             warning.code.as_str(),
-            warning.message,
-            warning.found,
-            warning.why,
-            warning.fix
+            one_line(&warning.message)
         );
+        push_details(&mut text, warning, ["found: ", "why:   ", "verify:"]);
     }
     text
 }

@@ -355,6 +355,20 @@ fn doctor_lists_every_finding() {
         for key in ["code", "message", "found", "why", "fix"] {
             assert!(finding[key].is_string(), "{key} in {finding}");
         }
+        // The human report shows each piece once: the message, then only the lines it lacks.
+        let message = finding["message"].as_str().unwrap();
+        let block = human
+            .stdout
+            .split("\n\n")
+            .find(|block| block.contains(message))
+            .unwrap_or_else(|| panic!("no block for {message}"));
+        for (label, key) in [("found:", "found"), ("fix:  ", "fix")] {
+            let value = finding[key].as_str().unwrap();
+            let line = format!("   {label} {value}");
+            let said = message.contains(value)
+                || message.contains(&(value[..1].to_uppercase() + &value[1..]));
+            assert_eq!(block.contains(&line), !said, "{key} of {message}:\n{block}");
+        }
     }
     // The first finding is what probe rejects with.
     let probe = host.run(&args("probe", &request, &[]));

@@ -65,6 +65,10 @@ fn describe_owner(pipe: &PipeFacts) -> String {
     format!("mode {mode}, owner uid {owner}, probing uid {user}")
 }
 
+/// The start of a fix when the control front-end cannot be run.
+const INSTALL: &str =
+    "install nvidia-cuda-mps-control (the NVIDIA driver's MPS package) first, then ";
+
 /// How to start a control daemon: the command, after installing the control front-end when the
 /// probe could not run it (the daemon query's recorded spawn failure).
 struct Start {
@@ -92,13 +96,7 @@ impl Start {
     fn fix(&self) -> String {
         match &self.not_runnable {
             None => self.command.clone(),
-            Some(_) => [
-                "install ",
-                DAEMON_QUERY_PROGRAM,
-                " (the NVIDIA driver's MPS package), then: ",
-                &self.command,
-            ]
-            .concat(),
+            Some(_) => [INSTALL, "start a control daemon with: ", &self.command].concat(),
         }
     }
 
@@ -111,7 +109,8 @@ impl Start {
                 DAEMON_QUERY_PROGRAM,
                 " could not be started (",
                 super::clause(error),
-                "), so it is not installed here or cannot be run: install it (the NVIDIA driver's MPS package) first, then ",
+                "), so it is not installed here or cannot be run. I",
+                INSTALL.strip_prefix('i').unwrap_or(INSTALL),
                 &super::request::lowercase_first(lead),
                 &self.command,
             ]

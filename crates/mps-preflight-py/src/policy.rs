@@ -1,11 +1,22 @@
 //! The one place the binding asks `sharing-policy` for a verdict, and so for its messages.
 //!
-//! Every native function that validates goes through [`judge`] and [`findings`]; when the
-//! policy takes a vocabulary (the CLI's own wording vs. the reference module's), the binding
-//! passes the reference vocabulary here, once, and the compat layer keeps the reference's
-//! wording without a message copied into Python.
+//! Every native function that validates goes through [`judge`] and [`findings`], in the
+//! words [`vocabulary`] chooses for the API that asked: the compat layer (the reference
+//! module's drop-in) keeps the reference's wording exactly, without a message copied into
+//! Python; the native API says what the CLI says, word for word (its keywords are the CLI's
+//! flags: `request`, `learner_device`, `backend`, ...), as does the console command.
 
-use sharing_policy::{Evidence, Finding, HostFacts, Request};
+use sharing_policy::{Evidence, Finding, HostFacts, Request, Vocabulary};
+
+/// The words of the messages for the API that asked: the reference's for `compat`, the
+/// CLI's for the native API.
+pub fn vocabulary(compat: bool) -> Vocabulary {
+    if compat {
+        Vocabulary::Reference
+    } else {
+        Vocabulary::Cli
+    }
+}
 
 /// The policy's answer to one request on one host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +38,8 @@ pub enum Verdict {
     },
 }
 
-/// Validates `request` against `facts`; a rejection comes with every finding.
+/// Validates `request` against `facts`; a rejection comes with every finding, in the
+/// request's vocabulary ([`vocabulary`], set by `Spec::request`).
 pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
     match sharing_policy::validate(request, facts) {
         Ok(evidence) => Verdict::Valid(evidence),

@@ -28,6 +28,9 @@ pub struct Spec {
     pub learner_uuid: Option<String>,
     /// The deadline of each host query, in seconds.
     pub timeout: f64,
+    /// Whether the reference module's drop-in (`mps_preflight.compat`) asks: its messages are
+    /// then the reference's wording ([`crate::policy::vocabulary`]).
+    pub compat: bool,
 }
 
 impl Spec {
@@ -48,12 +51,14 @@ impl Spec {
             supported_backends: vec![sharing_policy::DEFAULT_SUPPORTED_BACKEND.to_owned()],
             learner_uuid: None,
             timeout: mps_host::DEFAULT_TIMEOUT.as_secs_f64(),
+            compat: false,
         }
     }
 
     /// The request as the policy reads it; `null` in any case is no mode, as on the command
     /// line (`--request null`). Built on [`Request::new`], so a request field the policy adds
-    /// later starts at its default here too.
+    /// later starts at its default here too; the backend is always named, as the reference
+    /// requires. The vocabulary is [`crate::policy::vocabulary`]'s for this API.
     pub fn request(&self) -> Request {
         let mode = self
             .mode
@@ -63,6 +68,7 @@ impl Spec {
             rank: self.rank,
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
+            vocabulary: crate::policy::vocabulary(self.compat),
             ..Request::new(
                 mode,
                 &self.learner_device,

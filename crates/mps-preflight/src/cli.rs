@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sharing_policy::Request;
+use sharing_policy::{Request, Vocabulary};
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -225,9 +225,10 @@ pub(crate) struct RequestArgs {
     #[arg(long, value_name = "DEV")]
     pub(crate) collector_device: Option<String>,
 
-    /// The simulation backend the run uses
+    /// The simulation backend the run uses, checked against --supported-backend; without it
+    /// nothing about backends is checked
     #[arg(long, value_name = "NAME")]
-    pub(crate) backend: String,
+    pub(crate) backend: Option<String>,
 
     /// A backend that supports process sharing (repeatable)
     #[arg(long = "supported-backend", value_name = "NAME", default_value = sharing_policy::DEFAULT_SUPPORTED_BACKEND)]
@@ -286,6 +287,7 @@ impl RequestArgs {
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
             require_verified: self.require_verified,
+            vocabulary: Vocabulary::Cli,
         }
     }
 }
@@ -513,7 +515,7 @@ mod tests {
             mode: mode.to_owned(),
             learner_device: "cuda:0".to_owned(),
             collector_device: None,
-            backend: "mjwarp".to_owned(),
+            backend: Some("mjwarp".to_owned()),
             supported_backends: vec!["mjwarp".to_owned()],
             rank: 0,
             world_size: 1,

@@ -39,6 +39,12 @@ pub(crate) fn probe(args: &ProbeArgs) -> Output {
         }
         _ => evidence_output(result),
     };
+    if request.mode.is_none() && sharing_policy::observes_host(&request) {
+        output = output.with_note(unobserved_note(
+            &facts,
+            "every host field of the evidence is null",
+        ));
+    }
     if let Some(err) = textfile_error {
         output.status = Status::Input;
         output.stdout.clear();
@@ -68,14 +74,15 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
         ..ProbeOptions::default()
     };
     let facts = mps_host::capture(&options);
+    let note = unobserved_note(&facts, "the snapshot records what each query met");
     let text = match serde_json::to_value(&facts) {
         Ok(value) => json_text(&value),
         Err(err) => return Output::input(format!("cannot encode the snapshot as JSON: {err}")),
     };
     match &args.output {
-        None => Output::data(text),
+        None => Output::data(text).with_note(note),
         Some(path) => match write_atomically(path, text.as_bytes()) {
-            Ok(()) => Output::data(String::new()),
+            Ok(()) => Output::data(String::new()).with_note(note),
             Err(err) => Output::input(format!(
                 "{}: cannot write the snapshot: {err}",
                 sharing_manifest::quote_path(path)
@@ -122,6 +129,7 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
         errors: vec![format!(
             "{count} unmet {noun} the request (the report is on stdout)"
         )],
+        ..Output::default()
     }
 }
 
@@ -138,8 +146,8 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
     if !unreadable.is_empty() {
         return Output {
             status: Status::Input,
-            stdout: String::new(),
             errors: unreadable,
+            ..Output::default()
         };
     }
     let report = sharing_manifest::merge(&inputs);
@@ -148,9 +156,17 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
     }
     Output {
         status: Status::Rejected,
-        stdout: String::new(),
         errors: report.findings.iter().map(ToString::to_string).collect(),
+        ..Output::default()
     }
+}
+
+/// The note for a host on which nothing about MPS was observed (`sharing_policy::nothing_observed`),
+/// ending with what that means for what was printed (`consequence`).
+fn unobserved_note(facts: &HostFacts, consequence: &str) -> Option<String> {
+    sharing_policy::nothing_observed(facts, sharing_policy::Vocabulary::Cli).map(|what| {
+        format!("nothing about MPS could be observed on this host: {what}; {consequence}")
+    })
 }
 
 /// What `probe` and `doctor` observe: what `capture` observes, except when the policy looks at
@@ -249,16 +265,41 @@ fn doctor_human(request: &Request, findings: &[Finding], evidence: Option<&Evide
     for (number, finding) in findings.iter().enumerate() {
         let _ = write!(
             text,
-            "\n{}. [{}] {}\n   found: {}\n   why:   {}\n   fix:   {}\n",
+            "\n{}. [{}] {}\n",
             number + 1,
             finding.code.as_str(),
-            one_line(&finding.message),
-            one_line(&finding.found),
-            one_line(&finding.why),
-            one_line(&finding.fix)
+            one_line(&finding.message)
         );
+        push_details(&mut text, finding, ["found:", "why:  ", "fix:  "]);
     }
     text
+}
+
+/// The `found`, `why` and `fix` lines of `finding` under its message, with `labels`. The
+/// message usually says what was found and the fix word for word already: a line that would
+/// repeat it is left out, so each piece is read once (`why` is never in the message).
+fn push_details(text: &mut String, finding: &Finding, [found, why, fix]: [&str; 3]) {
+    if !repeats(&finding.message, &finding.found) {
+        let _ = writeln!(text, "   {found} {}", one_line(&finding.found));
+    }
+    let _ = writeln!(text, "   {why} {}", one_line(&finding.why));
+    if !repeats(&finding.message, &finding.fix) {
+        let _ = writeln!(text, "   {fix} {}", one_line(&finding.fix));
+    }
+}
+
+/// Whether `message` already holds `part` word for word (its first letter in either case, as
+/// a fix opens a sentence of the message).
+fn repeats(message: &str, part: &str) -> bool {
+    let mut chars = part.chars();
+    let Some(first) = chars.next() else {
+        return true;
+    };
+    let rest = chars.as_str();
+    first
+        .to_uppercase()
+        .chain(first.to_lowercase())
+        .any(|letter| message.contains(&format!("{letter}{rest}")))
 }
 
 /// Each unverified prerequisite as a warning, with how to verify it (nothing when none).
@@ -267,13 +308,11 @@ fn warnings_human(warnings: &[Finding]) -> String {
     for warning in warnings {
         let _ = write!(
             text,
-            "\nwarning: [{}] {}\n   found:  {}\n   why:    {}\n   verify: {}\n",
+            "\nwarning: [{}] {}\n",
             warning.code.as_str(),
-            warning.message,
-            warning.found,
-            warning.why,
-            warning.fix
+            one_line(&warning.message)
         );
+        push_details(&mut text, warning, ["found: ", "why:   ", "verify:"]);
     }
     text
 }

@@ -107,6 +107,8 @@ pub struct Captured {
     pub stdout: String,
     /// The messages [`run`] writes on stderr, each without its `error: ` prefix.
     pub errors: Vec<String>,
+    /// The notes [`run`] writes on stderr before them, each without its `note: ` prefix.
+    pub notes: Vec<String>,
 }
 
 /// [`run`], with the output kept: nothing is written to stdout or stderr. `--help` and
@@ -129,6 +131,7 @@ where
         status: output.status.code(),
         stdout: output.stdout,
         errors: output.errors,
+        notes: output.notes,
     }
 }
 

@@ -5,9 +5,10 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 /// The documented exit statuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Status {
     /// 0: success.
+    #[default]
     Ok,
     /// 1: rejected (an unmet prerequisite or an inconsistency).
     Rejected,
@@ -25,21 +26,24 @@ impl Status {
     }
 }
 
-/// A command's result: data for stdout, messages for stderr (each printed as `error: …`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A command's result: data for stdout, messages for stderr (each printed as `error: …`, after
+/// the notes, each printed as `note: …`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Output {
     pub(crate) status: Status,
     pub(crate) stdout: String,
     pub(crate) errors: Vec<String>,
+    /// What a successful command wants a reader to know without failing: what could not be
+    /// observed, for example. Never changes stdout or the status.
+    pub(crate) notes: Vec<String>,
 }
 
 impl Output {
     /// Exit 0 with `stdout`.
     pub(crate) fn data(stdout: String) -> Self {
         Self {
-            status: Status::Ok,
             stdout,
-            errors: Vec::new(),
+            ..Self::default()
         }
     }
 
@@ -47,8 +51,8 @@ impl Output {
     pub(crate) fn rejected(message: impl Into<String>) -> Self {
         Self {
             status: Status::Rejected,
-            stdout: String::new(),
             errors: vec![message.into()],
+            ..Self::default()
         }
     }
 
@@ -56,9 +60,15 @@ impl Output {
     pub(crate) fn input(message: impl Into<String>) -> Self {
         Self {
             status: Status::Input,
-            stdout: String::new(),
             errors: vec![message.into()],
+            ..Self::default()
         }
+    }
+
+    /// This output with `note` added (printed as `note: …` on stderr).
+    pub(crate) fn with_note(mut self, note: Option<String>) -> Self {
+        self.notes.extend(note);
+        self
     }
 
     /// Writes stdout then stderr and returns the exit status; a failed write to stdout (a
@@ -77,6 +87,9 @@ impl Output {
             }
         }
         let mut err_stream = std::io::stderr().lock();
+        for note in &self.notes {
+            let _ = writeln!(err_stream, "note: {}", one_line(note));
+        }
         for message in &errors {
             // Nothing sensible is left to do when stderr itself is closed.
             let _ = writeln!(err_stream, "error: {}", one_line(message));

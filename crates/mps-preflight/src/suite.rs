@@ -55,7 +55,7 @@ pub(crate) fn test(args: &TestArgs) -> Output {
             Status::Rejected
         },
         stdout: report(&results, total - failed, failed),
-        errors: Vec::new(),
+        ..Output::default()
     };
     if failed > 0 {
         let noun = if total == 1 { "case" } else { "cases" };

@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Vocabulary;
+
 /// What kind of prerequisite was not met. The kebab-case spelling ([`Code::as_str`]) is stable:
 /// scripts and dashboards may match on it. Variants are listed in the validator's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -160,8 +162,38 @@ impl Code {
     }
 
     /// Why this prerequisite matters, in one or two sentences (the same for every finding of
-    /// this code).
+    /// this code), in the reference's vocabulary ([`Code::why_in`]).
     pub fn why(self) -> &'static str {
+        self.why_in(Vocabulary::Reference)
+    }
+
+    /// [`Code::why`] in `vocabulary`: the command line's words differ only where the
+    /// reference's explanation speaks its configuration's jargon.
+    pub fn why_in(self, vocabulary: Vocabulary) -> &'static str {
+        match vocabulary {
+            Vocabulary::Cli => self.cli_why().unwrap_or_else(|| self.reference_why()),
+            Vocabulary::Reference => self.reference_why(),
+        }
+    }
+
+    /// Where the command line's explanation differs from the reference's.
+    fn cli_why(self) -> Option<&'static str> {
+        Some(match self {
+            Self::UnsupportedMode => {
+                "Only null (no sharing requested) and 'mps' have a meaning; an explicit request is proven or refused, never quietly run without MPS."
+            }
+            Self::UnsupportedBackend => {
+                "Only the listed backends run the learner and the collector as two processes on one GPU; without --backend no backend is checked."
+            }
+            Self::InvalidRank => {
+                "The evidence is recorded per rank; a --rank outside [0, --world-size) names no process of this run."
+            }
+            _ => return None,
+        })
+    }
+
+    /// [`Code::why`].
+    fn reference_why(self) -> &'static str {
         match self {
             Self::UnsupportedMode => {
                 "Only null (no sharing requested) and 'mps' have a meaning; an explicit request never falls back to multi-context CUDA execution."

@@ -1,10 +1,10 @@
 //! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e).
 
 use crate::retry::transient_signature;
-use crate::text::{push_repr, repr};
+use crate::text::{push_plain, push_repr, repr};
 use crate::{
     CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, PidFileFacts, QueryOutcome, QueryRecord,
-    parse_pid, probe_stdin,
+    Vocabulary, parse_pid, probe_stdin,
 };
 
 /// What the control daemon query shows.
@@ -75,6 +75,30 @@ fn push_described(out: &mut String, label: &str, text: &CapturedText) {
     }
 }
 
+/// Appends what a query that ended without answering printed on `label`: quoted as the
+/// reference quotes it (`, stderr 'Cannot find MPS control daemon process\n'`), or as its text
+/// (`; stderr: Cannot find MPS control daemon process`, control characters escaped).
+fn push_printed(out: &mut String, words: Vocabulary, label: &str, text: &CapturedText) {
+    match words {
+        Vocabulary::Reference => {
+            out.push_str(", ");
+            push_described(out, label, text);
+        }
+        Vocabulary::Cli => {
+            out.push_str("; ");
+            out.push_str(label);
+            out.push_str(": ");
+            push_plain(out, text.text.trim_end());
+            if text.truncated {
+                out.push_str(" (cut short)");
+            }
+            if text.non_utf8 {
+                out.push_str(" (not UTF-8)");
+            }
+        }
+    }
+}
+
 /// Whether `stdin` is `probe_stdin(&DAEMON_PROBE)`, compared without building it.
 fn is_probe_stdin(stdin: &str) -> bool {
     let mut rest = Some(stdin);
@@ -141,6 +165,15 @@ fn check_retries(record: &QueryRecord) -> Result<(), String> {
 /// Interprets the daemon query. Liveness = exit 0 within the deadline with the known output
 /// shape and an empty stderr; an empty server list is a healthy idle daemon.
 pub(crate) fn status(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> DaemonStatus {
+    status_in(Vocabulary::Reference, record, pipe_directory)
+}
+
+/// [`status`], with what a failed query printed described in `words`.
+pub(crate) fn status_in(
+    words: Vocabulary,
+    record: Option<&QueryRecord>,
+    pipe_directory: &[u8],
+) -> DaemonStatus {
     let Some(record) = record else {
         return DaemonStatus::NotQueried;
     };
@@ -177,12 +210,10 @@ pub(crate) fn status(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> Dae
             detail.push_str(" ended with ");
             detail.push_str(&how);
             if !stderr.text.is_empty() || stderr.truncated {
-                detail.push_str(", ");
-                push_described(&mut detail, "stderr", stderr);
+                push_printed(&mut detail, words, "stderr", stderr);
             }
             if !stdout.text.is_empty() || stdout.truncated {
-                detail.push_str(", ");
-                push_described(&mut detail, "stdout", stdout);
+                push_printed(&mut detail, words, "stdout", stdout);
             }
             DaemonStatus::NoAnswer(detail)
         }

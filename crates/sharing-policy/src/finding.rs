@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Code;
+use crate::{Code, Vocabulary};
 
 /// One unmet prerequisite, as `explain` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,7 +15,7 @@ pub struct Finding {
     pub message: String,
     /// What the snapshot or the request showed.
     pub found: String,
-    /// Why the prerequisite matters ([`Code::why`]).
+    /// Why the prerequisite matters ([`Code::why_in`] the request's vocabulary).
     pub why: String,
     /// What to do about it: a command or a setting.
     pub fix: String,
@@ -23,11 +23,22 @@ pub struct Finding {
 
 impl Finding {
     pub(crate) fn new(code: Code, message: String, found: String, fix: String) -> Self {
+        Self::worded(code, Vocabulary::Reference, message, found, fix)
+    }
+
+    /// [`Finding::new`] with the `why` of `vocabulary` ([`Code::why_in`]).
+    pub(crate) fn worded(
+        code: Code,
+        vocabulary: Vocabulary,
+        message: String,
+        found: String,
+        fix: String,
+    ) -> Self {
         Self {
             code,
             message,
             found,
-            why: code.why().to_owned(),
+            why: code.why_in(vocabulary).to_owned(),
             fix,
         }
     }

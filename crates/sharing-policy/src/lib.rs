@@ -16,6 +16,8 @@ pub mod retry;
 mod served;
 mod start;
 mod text;
+mod unobserved;
+mod vocabulary;
 
 use assess::{Unmet, Wanted};
 pub use code::Code;
@@ -36,6 +38,8 @@ pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
+pub use unobserved::nothing_observed;
+pub use vocabulary::Vocabulary;
 
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an
 /// `AF_UNIX` `sun_path` holds 108 bytes including the terminating NUL.

@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use crate::Vocabulary;
+
 /// The backend supported when a caller configures none.
 pub const DEFAULT_SUPPORTED_BACKEND: &str = "mjwarp";
 
@@ -13,8 +15,9 @@ pub struct Request {
     pub learner_device: String,
     /// The collector's device string, when the backend binds one.
     pub collector_device: Option<String>,
-    /// The simulation backend the run uses.
-    pub backend: String,
+    /// The simulation backend the run uses; `None` checks nothing about backends (the
+    /// command line's `--backend` is optional; the reference always names one).
+    pub backend: Option<String>,
     /// This rank (signed, so a negative value is a rejection rather than a parse error).
     pub rank: i64,
     /// The number of ranks.
@@ -25,10 +28,15 @@ pub struct Request {
     /// rather than an entry in the evidence's `unverified` list.
     #[serde(default)]
     pub require_verified: bool,
+    /// The words of the messages: the reference module's configuration (the default) or the
+    /// command line's flags.
+    #[serde(default)]
+    pub vocabulary: Vocabulary,
 }
 
 impl Request {
-    /// A request with rank 0 of 1 and the default supported backend.
+    /// A request with rank 0 of 1, the backend `backend`, the default supported backend and
+    /// the reference's vocabulary.
     pub fn new(
         mode: Option<&str>,
         learner_device: &str,
@@ -39,11 +47,12 @@ impl Request {
             mode: mode.map(str::to_owned),
             learner_device: learner_device.to_owned(),
             collector_device: collector_device.map(str::to_owned),
-            backend: backend.to_owned(),
+            backend: Some(backend.to_owned()),
             rank: 0,
             world_size: 1,
             supported_backends: vec![DEFAULT_SUPPORTED_BACKEND.to_owned()],
             require_verified: false,
+            vocabulary: Vocabulary::Reference,
         }
     }
 }

@@ -53,6 +53,29 @@ fn push_escaped_repr(out: &mut String, value: &str) {
     out.push(quote);
 }
 
+/// `text` without a trailing period, so it can be followed by ". ".
+pub(crate) fn clause(text: &str) -> &str {
+    text.trim_end().trim_end_matches('.')
+}
+
+/// Appends `value` as it reads, unquoted, with only its control characters escaped as
+/// [`repr`] escapes them (`\n`, `\t`, `\xNN`), so it cannot break the message's line.
+pub(crate) fn push_plain(out: &mut String, value: &str) {
+    let mut rest = value;
+    while let Some((plain, tail)) = rest
+        .find(char::is_control)
+        .and_then(|at| rest.split_at_checked(at))
+    {
+        out.push_str(plain);
+        let mut chars = tail.chars();
+        if let Some(ch) = chars.next() {
+            push_escape(out, ch);
+        }
+        rest = chars.as_str();
+    }
+    out.push_str(rest);
+}
+
 /// The escape of one character `repr` does not print as itself.
 fn push_escape(out: &mut String, ch: char) {
     match ch {
@@ -187,6 +210,21 @@ mod tests {
         }
         out.push(quote);
         out
+    }
+
+    #[test]
+    fn plain_text_escapes_only_control_characters() {
+        let plain = |value: &str| {
+            let mut out = String::new();
+            push_plain(&mut out, value);
+            out
+        };
+        assert_eq!(
+            plain("Cannot find MPS control daemon process"),
+            "Cannot find MPS control daemon process"
+        );
+        assert_eq!(plain("it's a\\b"), "it's a\\b");
+        assert_eq!(plain("one\ntwo\x1b"), "one\\ntwo\\x1b");
     }
 
     #[test]

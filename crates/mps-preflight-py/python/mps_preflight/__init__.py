@@ -225,6 +225,8 @@ def _spec(
     supported_backends: Sequence[str],
     learner_uuid: str | None,
     timeout: float,
+    *,
+    compat: bool = False,
 ) -> dict[str, Any]:
     if learner_device is None:
         raise TypeError("missing required argument 'learner_device'")
@@ -240,6 +242,7 @@ def _spec(
         "supported_backends": list(supported_backends),
         "learner_uuid": learner_uuid,
         "timeout": float(timeout),
+        "compat": compat,
     }
 
 

@@ -203,6 +203,7 @@ def probe_cuda_process_sharing(
         sorted(SUPPORTED_CUDA_PROCESS_SHARING_BACKENDS),
         learner_uuid,
         _QUERY_TIMEOUT_SEC,
+        compat=True,
     )
     answer = _native.probe(spec, _runner(run_command))
     evidence = mps_preflight.Evidence(mps_preflight._unwrap(answer))

@@ -114,7 +114,7 @@ mod tests {
         assert_eq!(got.mode.as_deref(), Some("mps"));
         assert_eq!(got.learner_device, "cuda:1");
         assert_eq!(got.collector_device.as_deref(), Some("cuda:0"));
-        assert_eq!(got.backend, "other");
+        assert_eq!(got.backend.as_deref(), Some("other"));
         assert_eq!(got.supported_backends, ["mjwarp", "other"]);
         assert_eq!((got.rank, got.world_size), (1, 2));
     }
@@ -123,6 +123,8 @@ mod tests {
     fn defaults_and_value_rules_are_the_command_line_s() {
         let got = request(&json!({"learner_device": "cpu", "backend": "mjwarp"})).unwrap();
         assert_eq!(got.mode, None, "`--request` defaults to null");
+        let got = request(&json!({"learner_device": "cpu"})).unwrap();
+        assert_eq!(got.backend, None, "`--backend` is optional");
         assert_eq!((got.rank, got.world_size), (0, 1));
         assert_eq!(
             got.supported_backends,
@@ -149,7 +151,7 @@ mod tests {
                 json!({"learner_device": "cpu", "backend": "b", "gpu": 0}),
                 "unknown key \"gpu\"",
             ),
-            (json!({"learner_device": "cpu"}), "--backend"),
+            (json!({"backend": "b"}), "--learner-device"),
             (
                 json!({"learner_device": "cpu", "backend": "b", "rank": "one"}),
                 "expected an integer",

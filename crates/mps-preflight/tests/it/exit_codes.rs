@@ -109,7 +109,8 @@ const TABLE: &[(&str, i32)] = &[
         2,
     ),
     ("check --snapshot SNAP --backend mjwarp", 2),
-    ("check --snapshot SNAP --learner-device cpu", 2),
+    ("check --snapshot SNAP --learner-device cpu", 0),
+    ("check --snapshot SNAP --backend mjwarp", 2),
     ("check --learner-device cpu --backend mjwarp", 2),
     (
         "check --snapshot missing.json --learner-device cpu --backend mjwarp",
@@ -196,4 +197,42 @@ fn probe_exit_codes_on_a_fake_host() {
         run.render()
     );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.render());
+}
+
+/// `--backend` is optional: without it nothing about backends is checked; given, it is.
+#[test]
+fn without_backend_no_backend_is_checked() {
+    let host = FakeHost::new();
+    let snapshot = crate::support::fixtures_dir().join("healthy-socket-with-server.json");
+    let snapshot = snapshot.to_str().unwrap();
+    let request = [
+        "check",
+        "--snapshot",
+        snapshot,
+        "--request",
+        "mps",
+        "--learner-device",
+        "cuda:0",
+        "--collector-device",
+        "cuda:0",
+    ];
+    let plain = host.run(&request);
+    assert_eq!(plain.code, 0, "{}", plain.render());
+    let named = host.run(&[&request[..], &["--backend", "mujoco"]].concat());
+    assert_eq!(named.code, 1, "{}", named.render());
+    assert!(
+        named
+            .stderr
+            .contains("only the mjwarp backend in this release; got --backend mujoco"),
+        "{}",
+        named.render()
+    );
+    let supported = host.run(
+        &[
+            &request[..],
+            &["--backend", "mujoco", "--supported-backend", "mujoco"],
+        ]
+        .concat(),
+    );
+    assert_eq!(supported.code, 0, "{}", supported.render());
 }

@@ -246,6 +246,67 @@ fn probe_equals_check_of_capture() {
 }
 
 /// A capture is the snapshot schema, pretty JSON on stdout, and lossless for non-UTF-8 values.
+/// A host with no `nvidia-smi` and no daemon: a null probe and a capture succeed with what
+/// they always print, plus one note on stderr saying what could not be observed.
+#[test]
+fn nothing_observed_is_one_note_on_stderr() {
+    let bare = FakeHost::new();
+    let null = ["--learner-device", "cuda:0", "--collector-device", "cuda:0"];
+    let probe = bare.run(&args("probe", &null, &[]));
+    assert_eq!(probe.code, 0, "{}", probe.render());
+    let evidence: serde_json::Value = serde_json::from_str(&probe.stdout).unwrap();
+    for key in [
+        "learner_gpu_uuid",
+        "collector_gpu_uuid",
+        "control_pipe_kind",
+        "server_pid",
+    ] {
+        assert!(evidence[key].is_null(), "{key}: {}", probe.render());
+    }
+    let note = |run: &crate::support::Run| {
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one note: {}", run.render());
+        let line = lines[0];
+        assert!(line.starts_with("note: nothing about MPS could be observed on this host: no GPU table (nvidia-smi could not be started: "), "{line}");
+        assert!(
+            line.contains("no control daemon answered through "),
+            "{line}"
+        );
+        assert!(
+            line.contains("nvidia-cuda-mps-control could not be started: "),
+            "{line}"
+        );
+        line.to_owned()
+    };
+    assert!(note(&probe).ends_with("; every host field of the evidence is null"));
+    // The note changes nothing else: stdout is what `check` prints on a capture of this host.
+    let capture = bare.run(&["capture"]);
+    assert_eq!(capture.code, 0, "{}", capture.render());
+    assert!(note(&capture).ends_with("; the snapshot records what each query met"));
+    std::fs::write(bare.root().join("host.json"), &capture.stdout).unwrap();
+    let check = bare.run(&args("check", &["--snapshot", "host.json"], &null));
+    assert_eq!(
+        (check.code, check.stderr.as_str()),
+        (0, ""),
+        "{}",
+        check.render()
+    );
+    assert_eq!(check.stdout, probe.stdout);
+
+    // Nothing to note where something was observed, or where nothing was looked for.
+    let mut gpu = FakeHost::new();
+    gpu.one_gpu();
+    let seen = gpu.run(&args("probe", &null, &[]));
+    assert_eq!(
+        (seen.code, seen.stderr.as_str()),
+        (0, ""),
+        "{}",
+        seen.render()
+    );
+    let cpu = bare.run(&["probe", "--learner-device", "cpu"]);
+    assert_eq!((cpu.code, cpu.stderr.as_str()), (0, ""), "{}", cpu.render());
+}
+
 #[test]
 fn capture_prints_a_snapshot() {
     let mut host = FakeHost::new();
@@ -293,6 +354,20 @@ fn doctor_lists_every_finding() {
     for finding in findings {
         for key in ["code", "message", "found", "why", "fix"] {
             assert!(finding[key].is_string(), "{key} in {finding}");
+        }
+        // The human report shows each piece once: the message, then only the lines it lacks.
+        let message = finding["message"].as_str().unwrap();
+        let block = human
+            .stdout
+            .split("\n\n")
+            .find(|block| block.contains(message))
+            .unwrap_or_else(|| panic!("no block for {message}"));
+        for (label, key) in [("found:", "found"), ("fix:  ", "fix")] {
+            let value = finding[key].as_str().unwrap();
+            let line = format!("   {label} {value}");
+            let said = message.contains(value)
+                || message.contains(&(value[..1].to_uppercase() + &value[1..]));
+            assert_eq!(block.contains(&line), !said, "{key} of {message}:\n{block}");
         }
     }
     // The first finding is what probe rejects with.

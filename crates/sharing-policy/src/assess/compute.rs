@@ -2,7 +2,7 @@
 //! cannot host an MPS server for two processes; `Default` and `Exclusive_Process` (NVIDIA's
 //! recommended mode for MPS) are recorded.
 
-use super::{Context, Findings, MPS, Served};
+use super::{Context, Findings, Served};
 use crate::text::repr;
 use crate::{Code, Finding};
 
@@ -17,7 +17,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         let finding = Finding::new(
             Code::ComputeModeUnverified,
             [
-                MPS,
+                context.words().mps(),
                 " could not verify the compute mode of GPU ",
                 &gpu,
                 ": ",
@@ -42,7 +42,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
             let finding = Finding::new(
                 Code::ComputeModeUnverified,
                 [
-                    MPS,
+                    context.words().mps(),
                     " could not verify the compute mode of GPU ",
                     &gpu,
                     ": ",
@@ -66,7 +66,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         Finding::new(
             Code::ComputeModeForbidsSharing,
             [
-                MPS,
+                context.words().mps(),
                 " cannot share GPU ",
                 &gpu,
                 ": its compute mode is ",

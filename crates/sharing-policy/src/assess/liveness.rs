@@ -3,7 +3,7 @@
 
 use gpu_uuid::GpuUuid;
 
-use super::{Findings, MPS, clause, control_path, inconsistent, start_command};
+use super::{Findings, clause, control_path, inconsistent, start_command};
 use crate::daemon::{self, DaemonStatus};
 use crate::{Code, Finding, HostFacts, OsText};
 
@@ -14,8 +14,8 @@ pub(super) fn check(
     pin: Option<GpuUuid>,
     findings: &mut Findings,
 ) -> Option<i64> {
-    let env = &facts.env;
-    let status = daemon::status(facts.daemon_query.as_ref(), directory.as_bytes());
+    let (env, words) = (&facts.env, findings.words);
+    let status = daemon::status_in(words, facts.daemon_query.as_ref(), directory.as_bytes());
     if let DaemonStatus::Live { server_pid } = status {
         return server_pid;
     }
@@ -28,7 +28,7 @@ pub(super) fn check(
     let (code, reason, fix) = match status {
         DaemonStatus::Live { server_pid } => return server_pid,
         DaemonStatus::NotTheProbe(why) => {
-            findings.push(|| inconsistent(why));
+            findings.push(|| inconsistent(words, why));
             return None;
         }
         DaemonStatus::NotQueried => (Code::DaemonUnreachable, "the snapshot holds no daemon query".to_owned(), verify),
@@ -57,7 +57,7 @@ pub(super) fn check(
     findings.push(|| {
         // Text-only messages are joined with `concat` (one exact allocation), not `format!`.
         let message = [
-            MPS,
+            words.mps(),
             " could not reach the control daemon through ",
             &path,
             ": ",

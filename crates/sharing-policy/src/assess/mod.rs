@@ -20,16 +20,11 @@ use gpu_uuid::{GpuTableView, GpuUuid};
 use crate::daemon;
 use crate::gpu;
 use crate::served::{self, DaemonProcess, ServedFacts};
-use crate::{Code, EnvFacts, Evidence, Finding, HostFacts, OsText, Request, start};
+use crate::text::clause;
+use crate::{Code, EnvFacts, Evidence, Finding, HostFacts, OsText, Request, Vocabulary, start};
 use pipe::PipeEvidence;
 
 pub(crate) use pipe::MAX_SOCKET_PATH;
-
-/// The prefix of every explicit-request message, as in the seed.
-const MPS: &str = "training.cuda_process_sharing='mps'";
-
-/// The prefix of the learner-identity messages (the seed drops `='mps'` there).
-const SHARING: &str = "training.cuda_process_sharing";
 
 /// How many findings the caller of [`explicit`] needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,14 +46,17 @@ pub(crate) struct Unmet {
 /// The findings of one walk, built only while the caller still needs them.
 struct Findings {
     wanted: Wanted,
+    /// The words of every message of this walk (the request's).
+    words: Vocabulary,
     first: Option<Finding>,
     rest: Vec<Finding>,
 }
 
 impl Findings {
-    fn new(wanted: Wanted) -> Self {
+    fn new(wanted: Wanted, words: Vocabulary) -> Self {
         Self {
             wanted,
+            words,
             first: None,
             rest: Vec::new(),
         }
@@ -130,7 +128,7 @@ pub(crate) fn explicit(
     facts: &HostFacts,
     wanted: Wanted,
 ) -> Result<(Evidence, Vec<Finding>), Unmet> {
-    let mut findings = Findings::new(wanted);
+    let mut findings = Findings::new(wanted, request.vocabulary);
     let checked = request::check(request, facts, &mut findings);
     let host = if checked.schema_ok {
         check_host(request, facts, &checked, &mut findings)
@@ -218,6 +216,11 @@ struct Context<'a> {
 }
 
 impl Context<'_> {
+    /// The words of the messages.
+    fn words(&self) -> Vocabulary {
+        self.request.vocabulary
+    }
+
     /// `<directory>/control`, for messages.
     fn control_path(&self) -> String {
         control_path(&self.directory.to_string_lossy())
@@ -302,16 +305,12 @@ fn cuda_device(index: u32) -> String {
         .map_or_else(|| format!("cuda:{index}"), |device| (*device).to_owned())
 }
 
-/// `text` without a trailing period, so it can be followed by ". ".
-fn clause(text: &str) -> &str {
-    text.trim_end().trim_end_matches('.')
-}
-
-fn inconsistent(what: String) -> Finding {
+fn inconsistent(words: Vocabulary, what: String) -> Finding {
     Finding::new(
         Code::InconsistentSnapshot,
         format!(
-            "{MPS} cannot use this host snapshot: {what}. Capture the host again with mps-preflight."
+            "{} cannot use this host snapshot: {what}. Capture the host again with mps-preflight.",
+            words.mps()
         ),
         what,
         "capture the host again with mps-preflight".to_owned(),

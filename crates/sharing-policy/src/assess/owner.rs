@@ -2,7 +2,7 @@
 //! makes this job's clients queue behind it, unless the daemon runs in multi-user mode
 //! (docs/mps-daemon.md F17, T8).
 
-use super::{Context, Findings, MPS, Served};
+use super::{Context, Findings, Served};
 use crate::served::{self, DaemonProcess, Owner};
 use crate::{Code, Finding};
 
@@ -60,7 +60,7 @@ fn unverified(context: &Context<'_>, why: String) -> Finding {
     Finding::new(
         Code::ServerOwnerUnverified,
         [
-            MPS,
+            context.words().mps(),
             " could not verify that the MPS servers of the control daemon at ",
             &context.control_path(),
             " run as this user: ",
@@ -100,7 +100,7 @@ fn another_user(
     Finding::new(
         Code::ServerOfAnotherUser,
         [
-            MPS,
+            context.words().mps(),
             " would queue behind another user's MPS server at ",
             &context.control_path(),
             ": ",

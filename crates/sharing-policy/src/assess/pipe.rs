@@ -2,9 +2,12 @@
 
 use gpu_uuid::GpuUuid;
 
-use super::{Findings, MPS, control_path, inconsistent, start_command};
+use super::{Findings, control_path, inconsistent, start_command};
 use crate::text::repr;
-use crate::{Code, FileKind, Finding, HostFacts, OsText, PipeFacts};
+use crate::{
+    Code, DAEMON_QUERY_PROGRAM, FileKind, Finding, HostFacts, OsText, PipeFacts, QueryOutcome,
+    Vocabulary,
+};
 
 /// The longest path an `AF_UNIX` socket accepts (`sun_path` is 108 bytes with the terminator).
 pub(crate) const MAX_SOCKET_PATH: usize = 107;
@@ -62,13 +65,68 @@ fn describe_owner(pipe: &PipeFacts) -> String {
     format!("mode {mode}, owner uid {owner}, probing uid {user}")
 }
 
+/// The start of a fix when the control front-end cannot be run.
+const INSTALL: &str =
+    "install nvidia-cuda-mps-control (the NVIDIA driver's MPS package) first, then ";
+
+/// How to start a control daemon: the command, after installing the control front-end when the
+/// probe could not run it (the daemon query's recorded spawn failure).
+struct Start {
+    command: String,
+    /// Why `nvidia-cuda-mps-control` could not be started, when it could not.
+    not_runnable: Option<String>,
+}
+
+impl Start {
+    fn new(facts: &HostFacts, command: String) -> Self {
+        let not_runnable = facts
+            .daemon_query
+            .as_ref()
+            .and_then(|query| match &query.outcome {
+                QueryOutcome::SpawnFailed { error } => Some(error.clone()),
+                _ => None,
+            });
+        Self {
+            command,
+            not_runnable,
+        }
+    }
+
+    /// The fix: the command, or installing the front-end and then the command.
+    fn fix(&self) -> String {
+        match &self.not_runnable {
+            None => self.command.clone(),
+            Some(_) => [INSTALL, "start a control daemon with: ", &self.command].concat(),
+        }
+    }
+
+    /// The message's closing sentence: `lead` (`"Start a control daemon with: "`) and the
+    /// command, after saying that the front-end must be installed first when it must.
+    fn sentence(&self, lead: &str) -> String {
+        match &self.not_runnable {
+            None => [lead, &self.command].concat(),
+            Some(error) => [
+                DAEMON_QUERY_PROGRAM,
+                " could not be started (",
+                super::clause(error),
+                "), so it is not installed here or cannot be run. I",
+                INSTALL.strip_prefix('i').unwrap_or(INSTALL),
+                &super::request::lowercase_first(lead),
+                &self.command,
+            ]
+            .concat(),
+        }
+    }
+}
+
 /// The finding for a pipe directory that is not UTF-8.
-fn non_utf8_directory(directory_raw: &OsText) -> Finding {
+fn non_utf8_directory(words: Vocabulary, directory_raw: &OsText) -> Finding {
     let lossy = directory_raw.to_string_lossy();
     Finding::new(
         Code::NonUtf8PipeDirectory,
         format!(
-            "{MPS} cannot use CUDA_MPS_PIPE_DIRECTORY={}: it is not valid UTF-8. Use a UTF-8 path for the daemon's pipe directory.",
+            "{} cannot use CUDA_MPS_PIPE_DIRECTORY={}: it is not valid UTF-8. Use a UTF-8 path for the daemon's pipe directory.",
+            words.mps(),
             repr(&lossy)
         ),
         format!("CUDA_MPS_PIPE_DIRECTORY={}", repr(&lossy)),
@@ -84,28 +142,28 @@ pub(super) fn check(
     pin: Option<GpuUuid>,
     findings: &mut Findings,
 ) -> Option<PipeEvidence> {
-    let env = &facts.env;
+    let (env, words) = (&facts.env, findings.words);
     let Some(directory) = directory_raw.as_str() else {
-        findings.push(|| non_utf8_directory(directory_raw));
+        findings.push(|| non_utf8_directory(words, directory_raw));
         return None;
     };
     let path = control_path(directory);
-    let start = || start_command(directory, env, pin);
+    let start = || Start::new(facts, start_command(directory, env, pin));
     let Some(pipe) = &facts.control_pipe else {
         findings.push(|| {
             let start = start();
             Finding::new(
                 Code::ControlPipeMissing,
                 [
-                    MPS,
+                    words.mps(),
                     " found no control pipe at ",
                     &path,
-                    ": the snapshot holds no observation of it. Capture the host again, or start a control daemon with: ",
-                    &start,
+                    ": the snapshot holds no observation of it. Capture the host again, or ",
+                    &start.sentence("Start a control daemon with: "),
                 ]
                 .concat(),
                 "the control pipe was not observed".to_owned(),
-                start,
+                start.fix(),
             )
         });
         return None;
@@ -113,11 +171,14 @@ pub(super) fn check(
     let same_path = matches!(&pipe.path, OsText::Text(recorded) if *recorded == path);
     if pipe.directory != *directory_raw || !same_path {
         findings.push(|| {
-            inconsistent(format!(
-                "its control pipe record is for {}, but the effective control pipe is {}",
-                repr(&pipe.path.to_string_lossy()),
-                repr(&path)
-            ))
+            inconsistent(
+                words,
+                format!(
+                    "its control pipe record is for {}, but the effective control pipe is {}",
+                    repr(&pipe.path.to_string_lossy()),
+                    repr(&path)
+                ),
+            )
         });
         return None;
     }
@@ -125,7 +186,8 @@ pub(super) fn check(
         findings.push(|| Finding::new(
             Code::ControlPathTooLong,
             format!(
-                "{MPS} cannot use control pipe {path}: the path is {} bytes, longer than a Unix socket path allows ({MAX_SOCKET_PATH} bytes), so no daemon can listen there. Use a shorter CUDA_MPS_PIPE_DIRECTORY (for example /tmp/nvidia-mps).",
+                "{} cannot use control pipe {path}: the path is {} bytes, longer than a Unix socket path allows ({MAX_SOCKET_PATH} bytes), so no daemon can listen there. Use a shorter CUDA_MPS_PIPE_DIRECTORY (for example /tmp/nvidia-mps).",
+                words.mps(),
                 path.len()
             ),
             format!("a {}-byte control path", path.len()),
@@ -135,7 +197,7 @@ pub(super) fn check(
             return None;
         }
     }
-    match examine(pipe, &path, &start) {
+    match examine(words, pipe, &path, &start) {
         Ok(kind) => Some(PipeEvidence {
             directory: directory.to_owned(),
             path,
@@ -151,10 +213,12 @@ pub(super) fn check(
 /// Presence, kind and access of an observed control pipe: its kind for the evidence, or the
 /// first problem.
 fn examine(
+    words: Vocabulary,
     pipe: &PipeFacts,
     path: &str,
-    start: &dyn Fn() -> String,
+    start: &dyn Fn() -> Start,
 ) -> Result<&'static str, Finding> {
+    let mps = words.mps();
     let kind = match (pipe.lstat.kind, pipe.stat.kind) {
         (FileKind::Missing, _) | (FileKind::Symlink, FileKind::Missing) => {
             let dangling = if pipe.lstat.kind == FileKind::Symlink {
@@ -166,16 +230,16 @@ fn examine(
             return Err(Finding::new(
                 Code::ControlPipeMissing,
                 [
-                    MPS,
+                    mps,
                     " found no control pipe at ",
                     path,
                     dangling,
-                    ". Start a control daemon with: ",
-                    &start,
+                    ". ",
+                    &start.sentence("Start a control daemon with: "),
                 ]
                 .concat(),
                 ["nothing at ", path, dangling].concat(),
-                start,
+                start.fix(),
             ));
         }
         (FileKind::Unknown, _) | (_, FileKind::Unknown) => {
@@ -186,6 +250,7 @@ fn examine(
                 .or(pipe.stat.error.as_deref())
                 .unwrap_or("unknown error");
             return Err(access_finding(
+                mps,
                 path,
                 &format!("it could not be examined: {error}"),
                 pipe,
@@ -198,17 +263,33 @@ fn examine(
             return Err(Finding::new(
                 Code::NotAControlPipe,
                 [
-                    MPS,
+                    mps,
                     " requires a live control socket or FIFO at ",
                     path,
                     "; that path is not a daemon control pipe (it is ",
                     describe_kind(other),
-                    "). Move it aside and start a control daemon with: ",
-                    &start,
+                    "). Move it aside",
+                    &match start.not_runnable {
+                        None => [" and start a control daemon with: ", &start.command].concat(),
+                        Some(_) => {
+                            [". ", &start.sentence("Start a control daemon with: ")].concat()
+                        }
+                    },
                 ]
                 .concat(),
                 [path, " is ", describe_kind(other)].concat(),
-                ["move ", &crate::shell_quote(path), " aside, then: ", &start].concat(),
+                [
+                    "move ",
+                    &crate::shell_quote(path),
+                    " aside, then",
+                    if start.not_runnable.is_some() {
+                        " "
+                    } else {
+                        ": "
+                    },
+                    &start.fix(),
+                ]
+                .concat(),
             ));
         }
     };
@@ -227,17 +308,17 @@ fn examine(
                     .unwrap_or_default()
             ),
         };
-        return Err(access_finding(path, &why, pipe));
+        return Err(access_finding(mps, path, &why, pipe));
     }
     Ok(kind)
 }
 
-fn access_finding(path: &str, why: &str, pipe: &PipeFacts) -> Finding {
+fn access_finding(mps: &str, path: &str, why: &str, pipe: &PipeFacts) -> Finding {
     let found = [why, "; ", &describe_owner(pipe)].concat();
     Finding::new(
         Code::ControlPipeInaccessible,
         [
-            MPS,
+            mps,
             " cannot access control pipe ",
             path,
             "; the launching user must be able to read and write the daemon's explicitly owned pipe directory (",

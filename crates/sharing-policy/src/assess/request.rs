@@ -1,10 +1,11 @@
 //! The request's own prerequisites, and the snapshot's schema: mode, schema, backend, Linux,
 //! rank, a collector, and the two CUDA device strings.
 
-use super::{Findings, MPS};
+use super::Findings;
 use crate::device::{DeviceError, Role, parse_cuda_index};
 use crate::text::repr;
-use crate::{Code, Finding, HostFacts, Request, SCHEMA, SCHEMA_V1};
+use crate::vocabulary::Setting;
+use crate::{Code, Finding, HostFacts, Request, SCHEMA, SCHEMA_V1, Vocabulary};
 
 /// What the request checks established for the host checks.
 pub(super) struct Checked {
@@ -39,24 +40,18 @@ fn v2_field(facts: &HostFacts) -> Option<&'static str> {
 
 /// The checks of the request itself and of the snapshot's schema and OS, in the seed's order.
 pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Findings) -> Checked {
+    let words = findings.words;
+    let mps = words.mps();
     let mode = request.mode.as_deref().unwrap_or_default();
     if !is_mps(mode) {
-        findings.push(|| Finding::new(
-            Code::UnsupportedMode,
-            format!(
-                "Unsupported training.cuda_process_sharing={}; expected null or 'mps'. An explicit 'mps' request never falls back to multi-context CUDA execution.",
-                repr(mode)
-            ),
-            format!("mode {}", repr(mode)),
-            "set training.cuda_process_sharing to null or 'mps'".to_owned(),
-        ));
+        findings.push(|| unsupported_mode(words, mode));
     }
     let schema_ok = facts.schema == SCHEMA || facts.schema == SCHEMA_V1;
     if !schema_ok {
         findings.push(|| Finding::new(
             Code::UnsupportedSnapshotSchema,
             format!(
-                "{MPS} cannot use this host snapshot: its schema is {}, and this validator reads only {} and {}. Capture the host again with this version of mps-preflight.",
+                "{mps} cannot use this host snapshot: its schema is {}, and this validator reads only {} and {}. Capture the host again with this version of mps-preflight.",
                 repr(&facts.schema),
                 repr(SCHEMA),
                 repr(SCHEMA_V1)
@@ -67,47 +62,31 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
     }
     check_backend(request, findings);
     if schema_ok && facts.os != "linux" {
+        let null = words.null_request();
         findings.push(|| Finding::new(
             Code::UnsupportedOs,
             format!(
-                "{MPS} requires Linux; got os={}. CUDA MPS exists only on Linux: set training.cuda_process_sharing to null on this host.",
+                "{mps} requires Linux; got os={}. CUDA MPS exists only on Linux: {null} on this host.",
                 repr(&facts.os)
             ),
             format!("os {}", repr(&facts.os)),
-            "run on Linux, or set training.cuda_process_sharing to null".to_owned(),
+            format!("run on Linux, or {null}"),
         ));
     }
     if request.rank < 0 || request.world_size < 1 || request.rank >= request.world_size {
-        findings.push(|| Finding::new(
-            Code::InvalidRank,
-            format!(
-                "{MPS} requires a valid rank in [0, world_size); got rank={}, world_size={}. Pass this process's data-parallel rank and the number of ranks.",
-                request.rank, request.world_size
-            ),
-            format!("rank={}, world_size={}", request.rank, request.world_size),
-            "pass a rank in [0, world_size) and a world_size of at least 1".to_owned(),
-        ));
+        findings.push(|| invalid_rank(words, request));
     }
     if request.collector_device.is_none() {
-        findings.push(|| {
-            let backend = normalise_backend(&request.backend);
-            Finding::new(
-                Code::MissingCollector,
-                format!(
-                    "{MPS} requires a CUDA collector process device; the {backend} learner/collector rank-local binding did not produce one. Configure a CUDA collector device (for example cuda:0) or set training.cuda_process_sharing to null."
-                ),
-                "no collector device".to_owned(),
-                "configure a CUDA collector device, for example cuda:0".to_owned(),
-            )
-        });
+        findings.push(|| missing_collector(words, request.backend.as_deref()));
     }
     if facts.schema == SCHEMA_V1
         && let Some(field) = v2_field(facts)
     {
         findings.push(|| {
-            super::inconsistent(format!(
-                "it is a {SCHEMA_V1} snapshot, yet it holds the v2 field `{field}`"
-            ))
+            super::inconsistent(
+                words,
+                format!("it is a {SCHEMA_V1} snapshot, yet it holds the v2 field `{field}`"),
+            )
         });
     }
     let learner_index = device_index(Role::Learner, &request.learner_device, findings);
@@ -120,6 +99,96 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
         learner_index,
         collector_index,
     }
+}
+
+/// The finding for a mode other than null or `mps`.
+fn unsupported_mode(words: Vocabulary, mode: &str) -> Finding {
+    let (message, fix) = match words {
+        Vocabulary::Reference => (
+            format!(
+                "Unsupported training.cuda_process_sharing={}; expected null or 'mps'. An explicit 'mps' request never falls back to multi-context CUDA execution.",
+                repr(mode)
+            ),
+            "set training.cuda_process_sharing to null or 'mps'",
+        ),
+        Vocabulary::Cli => (
+            format!(
+                "Unsupported {}; expected null or 'mps'. Pass --request mps to prove that the learner and collector share one GPU through MPS, or --request null to record the host's state only.",
+                words.assign(Setting::Mode, mode)
+            ),
+            "pass --request mps or --request null",
+        ),
+    };
+    Finding::worded(
+        Code::UnsupportedMode,
+        words,
+        message,
+        format!("mode {}", repr(mode)),
+        fix.to_owned(),
+    )
+}
+
+/// The finding for a rank outside `[0, world_size)`.
+fn invalid_rank(words: Vocabulary, request: &Request) -> Finding {
+    let found = match words {
+        Vocabulary::Reference => {
+            format!("rank={}, world_size={}", request.rank, request.world_size)
+        }
+        Vocabulary::Cli => format!(
+            "{} {}",
+            words.assign_number(Setting::Rank, request.rank),
+            words.assign_number(Setting::WorldSize, request.world_size)
+        ),
+    };
+    let (message, fix) = match words {
+        Vocabulary::Reference => (
+            format!(
+                "{} requires a valid rank in [0, world_size); got {found}. Pass this process's data-parallel rank and the number of ranks.",
+                words.mps()
+            ),
+            "pass a rank in [0, world_size) and a world_size of at least 1",
+        ),
+        Vocabulary::Cli => (
+            format!(
+                "{} requires a valid rank in [0, --world-size); got {found}. Pass this process's rank as --rank and the number of ranks as --world-size.",
+                words.mps()
+            ),
+            "pass a --rank in [0, --world-size) and a --world-size of at least 1",
+        ),
+    };
+    Finding::worded(Code::InvalidRank, words, message, found, fix.to_owned())
+}
+
+/// The finding for a request with no collector device.
+fn missing_collector(words: Vocabulary, backend: Option<&str>) -> Finding {
+    let (message, fix) = match words {
+        Vocabulary::Reference => {
+            let binding = backend.map_or_else(
+                || "the learner/collector".to_owned(),
+                |backend| format!("the {} learner/collector", normalise_backend(backend)),
+            );
+            (
+                format!(
+                    "{} requires a CUDA collector process device; {binding} rank-local binding did not produce one. Configure a CUDA collector device (for example cuda:0) or set training.cuda_process_sharing to null.",
+                    words.mps()
+                ),
+                "configure a CUDA collector device, for example cuda:0",
+            )
+        }
+        Vocabulary::Cli => (
+            format!(
+                "{} requires a CUDA collector process device; none was given. Pass --collector-device (for example cuda:0), or use --request null.",
+                words.mps()
+            ),
+            "pass --collector-device, for example cuda:0",
+        ),
+    };
+    Finding::new(
+        Code::MissingCollector,
+        message,
+        "no collector device".to_owned(),
+        fix.to_owned(),
+    )
 }
 
 /// Whether `mode` is the explicit request (`mps`, any ASCII case, surrounding whitespace).
@@ -142,19 +211,24 @@ fn same_backend(a: &str, b: &str) -> bool {
     }
 }
 
+/// A named backend must be a supported one; no backend is not checked.
 fn check_backend(request: &Request, findings: &mut Findings) {
+    let Some(backend) = request.backend.as_deref() else {
+        return;
+    };
     if request
         .supported_backends
         .iter()
-        .any(|b| same_backend(b, &request.backend))
+        .any(|b| same_backend(b, backend))
     {
         return;
     }
-    findings.push(|| backend_finding(request));
+    let words = findings.words;
+    findings.push(|| backend_finding(words, request, backend));
 }
 
 /// The finding for a backend that is not supported.
-fn backend_finding(request: &Request) -> Finding {
+fn backend_finding(words: Vocabulary, request: &Request, backend: &str) -> Finding {
     let supported: Vec<String> = request
         .supported_backends
         .iter()
@@ -162,23 +236,31 @@ fn backend_finding(request: &Request) -> Finding {
         .collect();
     let is_default = supported.len() == 1
         && supported.first().map(String::as_str) == Some(crate::DEFAULT_SUPPORTED_BACKEND);
+    let (mps, got) = (words.mps(), words.assign(Setting::Backend, backend));
+    let null = words.null_request();
     let (message, fix) = if is_default {
+        let use_default = match words {
+            Vocabulary::Reference => "Use training.sim_backend='mjwarp'",
+            Vocabulary::Cli => {
+                "Pass --backend mjwarp (or name the supported backends with --supported-backend)"
+            }
+        };
         (
             format!(
-                "{MPS} supports only the mjwarp backend in this release; got training.sim_backend={}. Use training.sim_backend='mjwarp', or set training.cuda_process_sharing to null.",
-                repr(&request.backend)
+                "{mps} supports only the mjwarp backend in this release; got {got}. {use_default}, or {null}."
             ),
-            "use training.sim_backend='mjwarp', or set training.cuda_process_sharing to null"
-                .to_owned(),
+            format!("{}, or {null}", lowercase_first(use_default)),
         )
     } else if supported.is_empty() {
+        let configure = match words {
+            Vocabulary::Reference => "Configure the supported backends",
+            Vocabulary::Cli => "Name the supported backends with --supported-backend",
+        };
         (
             format!(
-                "{MPS} supports only the configured backends, and none is configured; got training.sim_backend={}. Configure the supported backends, or set training.cuda_process_sharing to null.",
-                repr(&request.backend)
+                "{mps} supports only the configured backends, and none is configured; got {got}. {configure}, or {null}."
             ),
-            "configure the supported backends, or set training.cuda_process_sharing to null"
-                .to_owned(),
+            format!("{}, or {null}", lowercase_first(configure)),
         )
     } else {
         let list = supported
@@ -188,51 +270,71 @@ fn backend_finding(request: &Request) -> Finding {
             .join(", ");
         (
             format!(
-                "{MPS} supports only the configured backends {list}; got training.sim_backend={}. Use one of them, or set training.cuda_process_sharing to null.",
-                repr(&request.backend)
+                "{mps} supports only the configured backends {list}; got {got}. Use one of them, or {null}."
             ),
-            format!("use one of the backends {list}, or set training.cuda_process_sharing to null"),
+            format!("use one of the backends {list}, or {null}"),
         )
     };
-    Finding::new(
+    Finding::worded(
         Code::UnsupportedBackend,
+        words,
         message,
-        format!("backend {}", repr(&request.backend)),
+        format!("backend {}", repr(backend)),
         fix,
     )
+}
+
+/// `text` with its first letter in lower case, for a fix that repeats a message's sentence.
+pub(super) fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
 }
 
 fn device_index(role: Role, device: &str, findings: &mut Findings) -> Option<u32> {
     match parse_cuda_index(device) {
         Ok(index) => Some(index),
         Err(error) => {
-            findings.push(|| device_finding(role, device, error));
+            let words = findings.words;
+            findings.push(|| device_finding(words, role, device, error));
             None
         }
     }
 }
 
 /// The finding for a device string that is not a usable CUDA device.
-fn device_finding(role: Role, device: &str, error: DeviceError) -> Finding {
-    let field = format!("{}_device", role.name());
+fn device_finding(words: Vocabulary, role: Role, device: &str, error: DeviceError) -> Finding {
+    let setting = match role {
+        Role::Learner => Setting::LearnerDevice,
+        Role::Collector => Setting::CollectorDevice,
+    };
+    let (mps, field, found) = (
+        words.mps(),
+        words.name(setting),
+        words.assign(setting, device),
+    );
+    let set = match words {
+        Vocabulary::Reference => ["set ", field, " to"].concat(),
+        Vocabulary::Cli => ["pass ", field].concat(),
+    };
     match error {
         DeviceError::NotCuda => Finding::new(
             Code::NotCudaDevice,
             format!(
-                "{MPS} requires CUDA learner and collector devices; got {field}={}. Use cuda or cuda:<index> for both.",
-                repr(device)
+                "{mps} requires CUDA learner and collector devices; got {found}. Use cuda or cuda:<index> for both."
             ),
-            format!("{field}={}", repr(device)),
-            format!("set {field} to cuda or cuda:<index>"),
+            found,
+            format!("{set} cuda or cuda:<index>"),
         ),
         DeviceError::InvalidIndex => Finding::new(
             Code::InvalidCudaDevice,
             format!(
-                "{MPS} received invalid CUDA device {} for {field}; a CUDA device is cuda or cuda:<index> with a plain decimal index.",
+                "{mps} received invalid CUDA device {} for {field}; a CUDA device is cuda or cuda:<index> with a plain decimal index.",
                 repr(device)
             ),
-            format!("{field}={}", repr(device)),
-            format!("set {field} to cuda:<decimal index>, for example cuda:0"),
+            found,
+            format!("{set} cuda:<decimal index>, for example cuda:0"),
         ),
     }
 }

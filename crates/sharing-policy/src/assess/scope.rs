@@ -1,7 +1,7 @@
 //! The daemon scope family: the `CUDA_VISIBLE_DEVICES` the daemon started with defines the GPUs
 //! it serves, renumbered from 0 (docs/mps-daemon.md F5, T5).
 
-use super::{Context, Findings, MPS, Served};
+use super::{Context, Findings, Served};
 use crate::served::{self, DaemonProcess, Scope};
 use crate::text::repr;
 use crate::{Code, Finding};
@@ -24,7 +24,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
             let finding = Finding::new(
                 Code::DaemonScopeUnverified,
                 [
-                    MPS,
+                    context.words().mps(),
                     " could not verify which GPUs the control daemon at ",
                     &path,
                     " serves: ",
@@ -59,7 +59,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
             Finding::new(
                 Code::DaemonIndexRemap,
                 [
-                    MPS,
+                    context.words().mps(),
                     " cannot use ",
                     &found,
                     " at ",
@@ -92,7 +92,7 @@ fn outside(context: &Context<'_>, path: &str, mask: &str, detail: &str) -> Findi
     Finding::new(
         Code::GpuOutsideDaemonScope,
         [
-            MPS,
+            context.words().mps(),
             " cannot share GPU ",
             &gpu,
             " through the control daemon at ",

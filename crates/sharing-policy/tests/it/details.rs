@@ -274,7 +274,7 @@ fn backend_names_compare_as_the_seed_lowercases_them() {
     let facts = healthy();
     let backend = |name: &str, supported: &str| {
         let mut request = mps("cuda:0", Some("cuda:0"));
-        request.backend = name.to_owned();
+        request.backend = Some(name.to_owned());
         request.supported_backends = vec![supported.to_owned()];
         validate(&request, &facts)
             .err()

@@ -18,3 +18,4 @@ mod hosts;
 mod props;
 mod seed_order;
 mod support;
+mod vocabulary;

@@ -396,13 +396,13 @@ fn assert_invariants(request: &Request, facts: &HostFacts) {
     assert!(!evidence.ambient_server);
     assert!(facts.schema == SCHEMA || facts.schema == SCHEMA_V1);
     assert_served(request, facts, &evidence);
-    let backend = request.backend.trim().to_lowercase();
+    let backend = request.backend.as_deref().map(|b| b.trim().to_lowercase());
     assert!(
-        request
+        backend.as_ref().is_none_or(|backend| request
             .supported_backends
             .iter()
-            .any(|b| b.trim().to_lowercase() == backend),
-        "backend {backend}"
+            .any(|b| b.trim().to_lowercase() == *backend)),
+        "backend {backend:?}"
     );
     assert_eq!(facts.os, "linux");
     assert!(0 <= request.rank && request.rank < request.world_size);
@@ -576,7 +576,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
         Breaker {
             name: "backend",
             code: Code::UnsupportedBackend,
-            apply: |r, _, s| pick(&["mujoco", "", "mjx", "warp"], s).clone_into(&mut r.backend),
+            apply: |r, _, s| r.backend = Some(pick(&["mujoco", "", "mjx", "warp"], s).to_string()),
         },
         Breaker {
             name: "no supported backend",

@@ -136,7 +136,7 @@ fn chain() -> Vec<(Code, Break)> {
             "v0".clone_into(&mut f.schema);
         }),
         (Code::UnsupportedBackend, |r, _| {
-            "mujoco".clone_into(&mut r.backend);
+            r.backend = Some("mujoco".to_owned());
         }),
         (Code::UnsupportedOs, |_, f| "macos".clone_into(&mut f.os)),
         (Code::InvalidRank, |r, _| r.rank = 2),
@@ -226,7 +226,7 @@ fn the_seeds_messages_survive() {
         "Unsupported training.cuda_process_sharing='invalid'; expected null or 'mps'. An explicit 'mps' request never falls back to multi-context CUDA execution."
     );
     let mut request = mps("cuda:0", Some("cuda:0"));
-    request.backend = "mujoco".to_owned();
+    request.backend = Some("mujoco".to_owned());
     assert!(message(&request, &healthy).starts_with(
         "training.cuda_process_sharing='mps' supports only the mjwarp backend in this release; got training.sim_backend='mujoco'."
     ));
@@ -257,11 +257,11 @@ fn the_seeds_messages_survive() {
 fn configured_backends_are_listed_when_not_the_default() {
     let healthy = hosts::healthy(EnvFacts::default(), ONE_H100, "100.0\n");
     let mut request = mps("cuda:0", Some("cuda:0"));
-    request.backend = "mujoco".to_owned();
+    request.backend = Some("mujoco".to_owned());
     request.supported_backends = vec!["mjwarp".to_owned(), "Genesis".to_owned()];
     let text = message(&request, &healthy);
     assert!(text.contains("supports only the configured backends 'mjwarp', 'genesis'; got training.sim_backend='mujoco'"), "{text}");
-    request.backend = " GENESIS ".to_owned();
+    request.backend = Some(" GENESIS ".to_owned());
     assert!(validate(&request, &healthy).is_ok());
 }
 

@@ -1,0 +1,48 @@
+//! What could not be observed on a host where nothing about MPS was: no GPU table and no
+//! control daemon that answered. A null request there is evidence of nulls, which reads the
+//! same as "no MPS here"; the caller says why on stderr.
+
+use crate::daemon::{self, DaemonStatus};
+use crate::text::clause;
+use crate::{DAEMON_QUERY_PROGRAM, HostFacts, Vocabulary, gpu};
+
+/// What could not be observed, when neither the GPU table nor a live control daemon was: one
+/// sentence naming both failures (`no GPU table (nvidia-smi could not be started: …), and no
+/// control daemon answered (…)`), or `None` when either was observed.
+///
+/// For a caller that observed the host and prints the null request's evidence or the
+/// snapshot, which hold only nulls then: `mps-preflight probe` and `capture` print it as a
+/// note. `words` chooses how a failed query's output is shown ([`Vocabulary`]).
+///
+/// ```
+/// use sharing_policy::{nothing_observed, EnvFacts, HostFacts, Vocabulary};
+///
+/// let facts = HostFacts::unobserved("linux", EnvFacts::default());
+/// let note = nothing_observed(&facts, Vocabulary::Cli).unwrap();
+/// assert!(note.starts_with("no GPU table (no host GPU query was recorded)"));
+/// ```
+pub fn nothing_observed(facts: &HostFacts, words: Vocabulary) -> Option<String> {
+    let Err(table) = gpu::parse_table(&gpu::host_text(facts.gpu_query.as_ref())) else {
+        return None;
+    };
+    let directory = facts.env.pipe_directory();
+    let daemon = match daemon::status_in(words, facts.daemon_query.as_ref(), directory.as_bytes()) {
+        DaemonStatus::Live { .. } => return None,
+        DaemonStatus::NotQueried => "it was not queried".to_owned(),
+        DaemonStatus::SpawnFailed(error) => {
+            format!("{DAEMON_QUERY_PROGRAM} could not be started: {error}")
+        }
+        DaemonStatus::TimedOut { timeout_ms } => {
+            format!("the query did not answer within {timeout_ms} ms")
+        }
+        DaemonStatus::NoAnswer(why)
+        | DaemonStatus::Unrecognized(why)
+        | DaemonStatus::NotTheProbe(why) => why,
+    };
+    Some(format!(
+        "no GPU table ({}), and no control daemon answered through {} ({})",
+        clause(&table.to_string()),
+        crate::facts::join(&directory, crate::CONTROL_PIPE_NAME).to_string_lossy(),
+        clause(&daemon)
+    ))
+}

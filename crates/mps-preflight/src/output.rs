@@ -1,4 +1,5 @@
-//! What a command produces, before it is written: stdout text, error lines, and the exit status.
+//! What a command produces, before it is written: stdout text, note, warning and error lines,
+//! and the exit status.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -36,6 +37,9 @@ pub(crate) struct Output {
     /// What a successful command wants a reader to know without failing: what could not be
     /// observed, for example. Never changes stdout or the status.
     pub(crate) notes: Vec<String>,
+    /// What a successful command did that was probably not meant (an entry CUDA would ignore),
+    /// printed as `warning: …`. Never changes stdout or the status.
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Output {
@@ -89,6 +93,9 @@ impl Output {
         let mut err_stream = std::io::stderr().lock();
         for note in &self.notes {
             let _ = writeln!(err_stream, "note: {}", one_line(note));
+        }
+        for warning in &self.warnings {
+            let _ = writeln!(err_stream, "warning: {}", one_line(warning));
         }
         for message in &errors {
             // Nothing sensible is left to do when stderr itself is closed.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use gpu_uuid::{GpuTable, VisibilityError, mps_visibility_entries};
+use gpu_uuid::{GpuTable, VisibilityError, VisibleDevices, mps_visibility_entries};
 use mps_host::{DEFAULT_OUTPUT_CAP, ProcessRunner, Runner as _};
 use sharing_policy::EnvFacts;
 
@@ -30,6 +30,63 @@ pub(crate) fn visibility(args: &VisibilityArgs) -> Output {
     let Some(raw) = raw else {
         return every_gpu(&env, timeout);
     };
+    // Errors name where the list came from; the gpu-uuid texts say `CUDA_VISIBLE_DEVICES`.
+    let source = if args.devices.is_some() {
+        format!("--devices {:?} (the value for CUDA_VISIBLE_DEVICES): ", raw)
+    } else {
+        String::new()
+    };
+    let devices = VisibleDevices::parse_bytes(Some(raw.as_bytes()));
+    if let Some(why) = shows_no_gpu(&devices) {
+        return Output::rejected(format!("{source}{why}"));
+    }
+    let warnings = ignored_entries(&devices);
+    let mut output = rewrite(&env, &raw, timeout);
+    if output.status == crate::output::Status::Ok {
+        output.warnings = warnings
+            .into_iter()
+            .map(|w| format!("{source}{w}"))
+            .collect();
+    } else {
+        output.errors = output
+            .errors
+            .into_iter()
+            .map(|e| format!("{source}{e}"))
+            .collect();
+    }
+    output
+}
+
+/// Why CUDA would see no GPU at all with this mask, if it would not.
+fn shows_no_gpu(devices: &VisibleDevices) -> Option<String> {
+    const NO_GPU: &str = "with this mask CUDA would see no GPU at all (`cuInit` finds no CUDA-capable device; PyTorch raises \"No CUDA GPUs are available\"), so no mask is printed";
+    if !devices.is_empty() {
+        return None;
+    }
+    // The duplicate's and the stop's own texts say what to change.
+    let why = if let Some(duplicate) = devices.duplicate() {
+        format!("{duplicate}; {NO_GPU}")
+    } else if let Some(stop) = devices.stop() {
+        format!("{stop}; {NO_GPU}")
+    } else {
+        format!(
+            "the mask is empty: {NO_GPU}; list the GPUs to use as `GPU-` UUIDs from `nvidia-smi -L` or as indices, or unset CUDA_VISIBLE_DEVICES for every GPU"
+        )
+    };
+    Some(why)
+}
+
+/// The entries CUDA would ignore or read otherwise than written: one warning each.
+fn ignored_entries(devices: &VisibleDevices) -> Vec<String> {
+    let mut warnings: Vec<String> = devices.warnings().iter().map(ToString::to_string).collect();
+    // A stop's text says where CUDA stops and how many entries it ignores.
+    warnings.extend(devices.stop().map(ToString::to_string));
+    warnings
+}
+
+/// The rewrite itself, once the mask is known to show a GPU.
+fn rewrite(env: &EnvFacts, raw: &str, timeout: Duration) -> Output {
+    let raw = raw.to_owned();
     match mps_visibility_entries(&raw, None) {
         Ok(entries) => return Output::data(format!("{}\n", entries.join(","))),
         Err(VisibilityError::NoTable { .. }) => {} // indices: the host table is needed
@@ -50,7 +107,7 @@ pub(crate) fn visibility(args: &VisibilityArgs) -> Output {
         Err(err) => return Output::rejected(err.to_string()),
     };
     if let Some(why) = untrusted_order(
-        &env,
+        env,
         &table,
         &format!("CUDA_VISIBLE_DEVICES={raw:?} selects GPUs by index"),
     ) {

@@ -13,13 +13,9 @@ fn rewrites_indices_to_uuids() {
         ("1", format!("{GPU1}\n")),
         ("1,0", format!("{GPU1},{GPU0}\n")),
         ("01", format!("{GPU1}\n")),
-        // CUDA stops reading at `-1`: the rest is kept exactly as written.
-        ("0,-1,1", format!("{GPU0},-1,1\n")),
         // UUIDs and prefixes pass through untouched.
         (GPU1, format!("{GPU1}\n")),
         ("GPU-5a88", "GPU-5a88\n".to_owned()),
-        // Empty: CUDA sees no GPU; it stays empty.
-        ("", "\n".to_owned()),
     ];
     for (mask, expected) in &cases {
         host.env("CUDA_VISIBLE_DEVICES", mask);
@@ -40,6 +36,99 @@ fn rewrites_indices_to_uuids() {
     // Unset: every GPU, in order (a homogeneous host).
     let run = host.run(&["visibility"]);
     assert_eq!(run.stdout, format!("{GPU0},{GPU1}\n"));
+}
+
+/// Issue 16 part 1: entries CUDA would ignore, or read otherwise than written, are rewritten as
+/// CUDA reads them, with one `warning:` line each naming the entry and the rule.
+#[test]
+fn entries_cuda_ignores_are_warned_about() {
+    let mut host = FakeHost::new();
+    host.two_gpus();
+    let cases = [
+        // CUDA stops reading at `-1`: the rest is kept exactly as written.
+        ("0,-1,1", format!("{GPU0},-1,1\n"), "entry 2 (\"-1\")"),
+        ("0-2", format!("{GPU0}\n"), "looks like a range"),
+        (
+            "1c20e77d-aaaa",
+            format!("{GPU1}\n"),
+            "without the `GPU-` prefix",
+        ),
+        ("1,0,", format!("{GPU1},{GPU0},\n"), "is empty"),
+    ];
+    for (mask, stdout, rule) in &cases {
+        let run = host.run(&["visibility", "--devices", mask]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, stdout.as_str()),
+            "{mask:?}"
+        );
+        let warnings: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(
+            warnings.len(),
+            1,
+            "one warning for {mask:?}: {}",
+            run.stderr
+        );
+        assert!(
+            warnings[0].starts_with(&format!("warning: --devices {mask:?}"))
+                && warnings[0].contains(rule),
+            "{mask:?}: {}",
+            run.stderr
+        );
+        host.env("CUDA_VISIBLE_DEVICES", mask);
+        let run = host.run(&["visibility"]);
+        assert!(
+            run.code == 0
+                && run
+                    .stderr
+                    .starts_with("warning: CUDA_VISIBLE_DEVICES entry"),
+            "{mask:?} from the environment: {}",
+            run.stderr
+        );
+        host.unset("CUDA_VISIBLE_DEVICES");
+    }
+}
+
+/// Issue 16 part 1: a mask with which CUDA would see no GPU is refused (exit 1), saying why and
+/// naming where it came from, with nothing on stdout for a launcher to export.
+#[test]
+fn a_mask_that_shows_no_gpu_is_refused() {
+    let mut host = FakeHost::new();
+    host.two_gpus();
+    let mut transcript = String::new();
+    for mask in [
+        "",
+        " ",
+        "0,0",
+        "0,1,01",
+        "all",
+        "none",
+        "-1",
+        "GPU-5a88,GPU-5a88",
+    ] {
+        let run = host.run(&["visibility", "--devices", mask]);
+        run.assert_rejected(mask);
+        assert!(run.stdout.is_empty(), "{mask:?}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("CUDA would see no GPU at all")
+                && run
+                    .stderr
+                    .starts_with(&format!("error: --devices {mask:?}")),
+            "{mask:?}: {}",
+            run.stderr
+        );
+        let _ = writeln!(transcript, "=== --devices {mask:?}\n{}", run.stderr);
+        host.env("CUDA_VISIBLE_DEVICES", mask);
+        let run = host.run(&["visibility"]);
+        run.assert_rejected(mask);
+        assert!(
+            !run.stderr.contains("--devices"),
+            "{mask:?}: {}",
+            run.stderr
+        );
+        host.unset("CUDA_VISIBLE_DEVICES");
+    }
+    insta::assert_snapshot!(transcript);
 }
 
 #[test]

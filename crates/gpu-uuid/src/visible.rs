@@ -159,7 +159,7 @@ pub enum WarningKind {
 /// - the first invalid entry (`-1`, junk, an empty entry, an entry of the other kind) stops
 ///   reading; earlier entries stay visible;
 /// - a repeated device before that point hides *every* device (indices by value here; `GPU-`
-///   prefixes again after [`crate::resolve`] places them);
+///   prefixes again after [`crate::resolve()`] places them);
 /// - `all`, `none`, `void` and `NoDevFiles` are not CUDA keywords: they are invalid entries.
 ///
 /// ```
@@ -592,7 +592,7 @@ impl VisibleDevices {
 
     /// CUDA sees no GPU whatever the host: blank, a repeated device, or nothing valid before
     /// the stop. (A non-empty list may still select nothing on a given host; see
-    /// [`crate::resolve`].)
+    /// [`crate::resolve()`].)
     pub fn is_empty(&self) -> bool {
         !self.is_all() && self.entries.is_empty()
     }

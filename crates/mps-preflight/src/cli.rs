@@ -15,17 +15,19 @@ Exit status:
 
 const TOP_AFTER_HELP: &str = "\
 Examples:
-  # Will the learner and collector on cuda:0 share one GPU through a live MPS daemon?
-  mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 \\
+  # Will the learner and collector on cuda:0 share one GPU through MPS?
+  mps-preflight probe --request mps \\
+      --learner-device cuda:0 --collector-device cuda:0 \\
       --backend mjwarp --manifest run_manifest.json
 
   # Every unmet prerequisite at once, with the commands that fix them.
-  mps-preflight doctor --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+  mps-preflight doctor --request mps \\
+      --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
 
   # Record this host once, replay the check anywhere (no GPU needed).
   mps-preflight capture --output host.json
-  mps-preflight check --snapshot host.json --request mps --learner-device cuda:0 \\
-      --collector-device cuda:0 --backend mjwarp
+  mps-preflight check --snapshot host.json --request mps \\
+      --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
 
   # Before launching an MPS client: device indices become GPU UUIDs.
   devices=$(mps-preflight visibility) || exit 1
@@ -71,10 +73,12 @@ and validate the request against what was seen. This is `capture` then `check`, 
 On success stdout is exactly one JSON object, the evidence (24 keys). When rejected, stdout is
 empty and stderr begins with `error: ` and says what to do.",
         after_help = format!("Examples:
-  mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
-  mps-preflight probe --learner-device cpu --backend mjwarp           # null request: ambient state
-  mps-preflight probe --request mps --learner-device cuda:0 --collector-device cuda:0 \\
-      --backend mjwarp --rank 1 --world-size 2 --manifest rank1/manifest.json
+  mps-preflight probe --request mps \\
+      --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+  mps-preflight probe --learner-device cpu      # null request: ambient state
+  mps-preflight probe --request mps \\
+      --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp \\
+      --rank 1 --world-size 2 --manifest rank1/manifest.json
 
 {EXIT_CODES}")
     )]
@@ -88,9 +92,13 @@ daemon query) as a JSON snapshot, uninterpreted. Replay it anywhere with `check 
 `doctor --snapshot`; no GPU is needed there.",
         after_help = format!("Examples:
   mps-preflight capture --output host.json
-  mps-preflight capture --learner-uuid GPU-8932f937-d72c-4106-c12f-20bd9faed9f6 > host.json
+  mps-preflight capture \\
+      --learner-uuid GPU-8932f937-d72c-4106-c12f-20bd9faed9f6 > host.json
 
-{EXIT_CODES}")
+Exit status:
+  0  the snapshot is written (to stdout, or to --output); observing never fails:
+     what could not be observed is recorded as such
+  2  usage error, or --output cannot be written (the file is left as it was)")
     )]
     Capture(CaptureArgs),
 
@@ -101,8 +109,10 @@ Validate the request against a snapshot from `capture` (or a fixture), touching 
 host. Prints what `probe` would have printed on the captured host. A --learner-uuid given here
 replaces the one recorded in the snapshot.",
         after_help = format!("Examples:
-  mps-preflight check --snapshot fixtures/hosts/healthy-socket-with-server.json \\
-      --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+  mps-preflight check \\
+      --snapshot fixtures/hosts/healthy-socket-with-server.json \\
+      --request mps --learner-device cuda:0 --collector-device cuda:0 \\
+      --backend mjwarp
 
 {EXIT_CODES}")
     )]
@@ -128,7 +138,12 @@ with CUDA_DEVICE_ORDER=PCI_BUS_ID or when every GPU is the same model.",
 Do not write `export CUDA_VISIBLE_DEVICES=$(mps-preflight visibility)` in a script that must stop
 on failure: `export` succeeds even when the command fails, leaving an empty mask (no GPU).
 
-{EXIT_CODES}")
+Exit status:
+  0  the mask is on stdout; an entry CUDA would ignore or read otherwise than
+     written (`0-2`, `0,-1,1`, a UUID without `GPU-`) adds a `warning: ` line
+  1  refused: the mask would show no GPU (empty, `0,0`, `all`, `-1`), an index
+     has no host GPU, or index order cannot be trusted; stdout is empty
+  2  usage error")
     )]
     Visibility(VisibilityArgs),
 
@@ -138,9 +153,11 @@ on failure: `export` succeeds even when the command fails, leaving an empty mask
 List every unmet prerequisite of the request at once, not only the first: what was found, why
 it matters, and the command that fixes it. Observes this host, or reads --snapshot.",
         after_help = format!("Examples:
-  mps-preflight doctor --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
-  mps-preflight doctor --snapshot host.json --request mps --learner-device cuda:0 \\
-      --collector-device cuda:0 --backend mjwarp --format json
+  mps-preflight doctor --request mps \\
+      --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
+  mps-preflight doctor --snapshot host.json --request mps \\
+      --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp \\
+      --format json
 
 Exit status:
   0  nothing blocks the request; the report (\"ok: …\") is on stdout
@@ -161,11 +178,15 @@ JSON; each inconsistency is one `error: <code>: <message>` line on stderr.",
         after_help = format!("Examples:
   mps-preflight merge runs/42/rank*/manifest.json
 
-Codes: not-evidence, invalid-world-size, world-size-mismatch, rank-out-of-range, duplicate-rank,
+Codes: not-evidence, contradictory-evidence, invalid-world-size, world-size-mismatch, rank-out-of-range, duplicate-rank,
 missing-rank, configured-mismatch, effective-mismatch, validated-mismatch, control-pipe-mismatch,
 daemon-mismatch, server-mismatch, daemon-identity-mismatch.
 
-{EXIT_CODES}")
+Exit status:
+  0  the ranks are consistent; the merged run is on stdout
+  1  an inconsistency: stdout is empty, and each finding is one
+     `error: <code>: <message>` line on stderr
+  2  usage error, or a file that cannot be read (missing, not JSON)")
     )]
     Merge(MergeArgs),
 
@@ -213,11 +234,11 @@ Exit status:
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Request")]
 pub(crate) struct RequestArgs {
-    /// The sharing mode: `mps` or `null` (any case). Any other value is rejected (exit 1)
+    /// The sharing mode: `mps` or `null` (any case). Any other value is a rejection (exit 1), not a usage error
     #[arg(long = "request", value_name = "MODE", default_value = "null")]
     pub(crate) mode: String,
 
-    /// The learner's device, e.g. `cuda:0` (or `cpu` for a null request)
+    /// The learner's device, e.g. `cuda:0` (or `cpu` for a null request); a malformed one is a rejection (exit 1), not a usage error
     #[arg(long, value_name = "DEV")]
     pub(crate) learner_device: String,
 
@@ -253,8 +274,8 @@ CUDA_VISIBLE_DEVICES and `nvidia-smi`, like the collector's"
     )]
     pub(crate) learner_uuid: Option<String>,
 
-    /// The deadline of each host query, in milliseconds (unused by `check`)
-    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout)]
+    /// The deadline of each host query, in milliseconds (unused when a snapshot is read)
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub(crate) timeout_ms: u64,
 
     #[arg(
@@ -335,7 +356,7 @@ pub(crate) struct CaptureArgs {
     pub(crate) learner_uuid: Option<String>,
 
     /// The deadline of each host query, in milliseconds
-    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout)]
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub(crate) timeout_ms: u64,
 
     /// Write the snapshot to FILE (atomically) instead of stdout
@@ -368,7 +389,7 @@ pub(crate) struct VisibilityArgs {
     pub(crate) devices: Option<String>,
 
     /// The deadline of the `nvidia-smi` query, in milliseconds
-    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout)]
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub(crate) timeout_ms: u64,
 }
 
@@ -461,13 +482,18 @@ pub(crate) fn parse_int(text: &str) -> Result<i64, String> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("expected an integer, got {text:?}"));
     }
-    Ok(match digits.parse::<i128>() {
-        Ok(value) => {
-            let value = if negative { -value } else { value };
-            i64::try_from(value).unwrap_or(if negative { i64::MIN } else { i64::MAX })
-        }
-        Err(_) if negative => i64::MIN,
-        Err(_) => i64::MAX,
+    // Saturating would report a value that was not given (issue 16 part 4).
+    let value = digits
+        .parse::<i128>()
+        .ok()
+        .map(|value| if negative { -value } else { value })
+        .and_then(|value| i64::try_from(value).ok());
+    value.ok_or_else(|| {
+        format!(
+            "{text} is out of range: expected an integer from {} to {}",
+            i64::MIN,
+            i64::MAX
+        )
     })
 }
 
@@ -476,8 +502,11 @@ fn parse_timeout(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(0) => Err("the deadline must be at least 1 ms".to_owned()),
         Ok(value) => Ok(value),
+        Err(_) if text.starts_with('-') => Err(format!(
+            "the deadline cannot be negative, got {text}: give a whole number of milliseconds, at least 1"
+        )),
         Err(_) => Err(format!(
-            "expected a whole number of milliseconds, got {text:?}"
+            "expected a whole number of milliseconds, at least 1, got {text:?}"
         )),
     }
 }
@@ -494,18 +523,81 @@ mod tests {
     }
 
     #[test]
-    fn integers_saturate_and_non_integers_are_errors() {
+    fn integers_beyond_64_bits_and_non_integers_are_errors() {
         assert_eq!(parse_int("0"), Ok(0));
         assert_eq!(parse_int("+7"), Ok(7));
         assert_eq!(parse_int("-1"), Ok(-1));
-        assert_eq!(parse_int("9223372036854775808"), Ok(i64::MAX));
-        assert_eq!(parse_int("-9223372036854775809"), Ok(i64::MIN));
-        assert_eq!(parse_int(&"9".repeat(60)), Ok(i64::MAX));
-        assert_eq!(parse_int(&format!("-{}", "9".repeat(60))), Ok(i64::MIN));
+        assert_eq!(parse_int("9223372036854775807"), Ok(i64::MAX));
+        assert_eq!(parse_int("-9223372036854775808"), Ok(i64::MIN));
+        // Beyond 64 bits: an error that repeats the value given, not a saturated one.
+        for huge in [
+            "9223372036854775808".to_owned(),
+            "-9223372036854775809".to_owned(),
+            "9".repeat(60),
+        ] {
+            let err = parse_int(&huge).unwrap_err();
+            assert!(err.starts_with(&format!("{huge} is out of range")), "{err}");
+        }
         for bad in [
             "", "-", "+", "1.5", "1e3", " 1", "0x10", "one", "1_000", "--1", "١",
         ] {
             assert!(parse_int(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_negative_deadline_is_named_as_such() {
+        assert!(
+            parse_timeout("-5")
+                .unwrap_err()
+                .contains("cannot be negative, got -5")
+        );
+        assert!(parse_timeout("0").is_err());
+        assert_eq!(parse_timeout("250"), Ok(250));
+    }
+
+    /// Issue 16 part 6: an example wrapped by clap would paste as a broken command, so every
+    /// line of every help's epilogue fits in 80 columns and comes out of clap unwrapped
+    /// there; long commands are broken with ` \` in the text itself.
+    #[test]
+    fn help_examples_fit_80_columns_unwrapped() {
+        let mut command = Cli::command().term_width(80);
+        let mut helps = vec![(
+            String::new(),
+            command.render_long_help().to_string(),
+            command
+                .get_after_long_help()
+                .or(command.get_after_help())
+                .map(ToString::to_string),
+        )];
+        for sub in command.get_subcommands_mut() {
+            let name = sub.get_name().to_owned();
+            let epilogue = sub
+                .get_after_long_help()
+                .or(sub.get_after_help())
+                .map(ToString::to_string);
+            let rendered = sub.clone().term_width(80).render_long_help().to_string();
+            helps.push((name, rendered, epilogue));
+        }
+        for (name, rendered, epilogue) in helps.into_iter().filter(|(name, ..)| name != "help") {
+            let epilogue = epilogue.unwrap_or_default();
+            assert!(epilogue.contains("Examples:"), "{name}: no examples");
+            let examples = epilogue
+                .lines()
+                .skip_while(|line| *line != "Examples:")
+                .skip(1)
+                .take_while(|line| line.is_empty() || line.starts_with(' '));
+            for line in examples {
+                assert!(
+                    line.chars().count() <= 80,
+                    "{name}: {} columns: {line}",
+                    line.chars().count()
+                );
+                assert!(
+                    rendered.lines().any(|r| r.trim_end() == line.trim_end()),
+                    "{name}: wrapped by clap: {line}"
+                );
+            }
         }
     }
 

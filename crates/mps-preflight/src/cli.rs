@@ -366,7 +366,7 @@ pub(crate) struct CaptureArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {
-    /// The snapshot to validate against (from `capture`, or fixtures/hosts/*.json)
+    /// The snapshot to validate against (from `capture`, or fixtures/hosts/*.json); `-` reads standard input
     #[arg(long, value_name = "FILE")]
     pub(crate) snapshot: PathBuf,
 
@@ -420,7 +420,7 @@ pub(crate) struct DoctorArgs {
     #[command(flatten)]
     pub(crate) request: RequestArgs,
 
-    /// Read the host from this snapshot instead of observing this host
+    /// Read the host from this snapshot instead of observing this host; `-` reads standard input
     #[arg(long, value_name = "FILE")]
     pub(crate) snapshot: Option<PathBuf>,
 

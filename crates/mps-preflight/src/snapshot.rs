@@ -2,7 +2,10 @@
 //! only the fields that schema defines.
 
 use std::fmt::Display;
+use std::io::Read as _;
 use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use serde_json::Value;
 use sharing_policy::{HostFacts, SCHEMA, SCHEMA_V1};
@@ -19,8 +22,56 @@ const V2_ONLY_QUERY_FIELDS: [&str; 1] = ["earlier_attempts"];
 /// An unreadable or oversized file, not JSON, another schema, a field the schema does not
 /// define, or not the schema's shape.
 pub fn load(path: &Path) -> Result<HostFacts, String> {
+    if is_stdin(path) {
+        return from_value(read_stdin(STDIN_DEADLINE)?, &"standard input");
+    }
     let value = sharing_manifest::read_json_file(path).map_err(|err| err.to_string())?;
     from_value(value, &sharing_manifest::quote_path(path))
+}
+
+/// How long a snapshot on standard input may take to arrive (`ssh host mps-preflight capture |
+/// …` over a slow link): a writer that never closes the pipe must not hang a check.
+const STDIN_DEADLINE: Duration = Duration::from_secs(60);
+
+/// `-`, or `/dev/stdin` (often a FIFO, which the file reader refuses: it opens regular files
+/// only), name standard input.
+fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-") || path == Path::new("/dev/stdin")
+}
+
+/// Standard input as JSON, with the file reader's size cap, within `deadline`. On a timeout the
+/// reading thread is left blocked; the command ends right after, and the process with it.
+fn read_stdin(deadline: Duration) -> Result<Value, String> {
+    let cap = sharing_manifest::MAX_FILE_BYTES;
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let read = std::io::stdin()
+            .lock()
+            .take(cap + 1)
+            .read_to_end(&mut bytes);
+        let _ = sender.send(read.map(|_| bytes));
+    });
+    let bytes = match receiver.recv_timeout(deadline) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(err)) => return Err(format!("standard input: cannot read the snapshot: {err}")),
+        Err(_) => {
+            return Err(format!(
+                "standard input: no complete snapshot within {} s (the writer did not close the pipe); pipe `mps-preflight capture` into it, or pass --snapshot FILE",
+                deadline.as_secs()
+            ));
+        }
+    };
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > cap {
+        return Err(format!(
+            "standard input: more than {cap} bytes, the most a snapshot may have (16 MiB); this is not a snapshot from `mps-preflight capture`"
+        ));
+    }
+    serde_json::from_slice(&bytes).map_err(|err| {
+        format!(
+            "standard input: not JSON ({err}); pipe the output of `mps-preflight capture` into it"
+        )
+    })
 }
 
 /// A snapshot already read as JSON (an inline snapshot of a `test` case, Python's `dict`),

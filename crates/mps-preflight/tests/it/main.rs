@@ -21,6 +21,7 @@ mod merge;
 mod prom;
 mod schemas;
 mod signals;
+mod stdin;
 mod suggestions;
 mod suite;
 mod support;

@@ -91,18 +91,70 @@ impl Output {
             }
         }
         let mut err_stream = std::io::stderr().lock();
-        for note in &self.notes {
-            let _ = writeln!(err_stream, "note: {}", one_line(note));
-        }
-        for warning in &self.warnings {
-            let _ = writeln!(err_stream, "warning: {}", one_line(warning));
-        }
-        for message in &errors {
+        let lines = (self.notes.iter().map(|line| ("note", line)))
+            .chain(self.warnings.iter().map(|line| ("warning", line)))
+            .chain(errors.iter().map(|line| ("error", line)));
+        for (kind, line) in lines {
             // Nothing sensible is left to do when stderr itself is closed.
-            let _ = writeln!(err_stream, "error: {}", one_line(message));
+            let _ = writeln!(err_stream, "{kind}: {}", one_line(&capped(line)));
         }
         status.code()
     }
+}
+
+/// The most characters of one quoted value a message shows (issue 16 part 3: a 13 MB string
+/// in a snapshot made a 13 MB error line).
+pub(crate) const QUOTED_CAP: usize = 200;
+
+/// The most characters of one message, whatever it quotes.
+const MESSAGE_CAP: usize = 8 * 1024;
+
+/// `message` with each `"…"`-quoted value (Rust's and serde's quoting, `\"` escapes kept)
+/// longer than [`QUOTED_CAP`] characters cut there, saying how many characters were cut, and
+/// the whole message cut at [`MESSAGE_CAP`] characters the same way.
+pub(crate) fn capped(message: &str) -> Cow<'_, str> {
+    if message.len() <= QUOTED_CAP {
+        return Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len().min(MESSAGE_CAP + 64));
+    // The quote that opened the current value, if inside one.
+    let mut quote: Option<char> = None;
+    let (mut escaped, mut run, mut cut, mut previous) = (false, 0_usize, 0_usize, ' ');
+    for ch in message.chars() {
+        match quote {
+            Some(open) if escaped || ch != open => {
+                escaped = !escaped && ch == '\\';
+                run += 1;
+                if run > QUOTED_CAP {
+                    cut += 1;
+                    continue;
+                }
+            }
+            Some(_) => {
+                if cut > 0 {
+                    let _ = write!(out, "… ({cut} more characters cut)");
+                }
+                (quote, run, cut) = (None, 0, 0);
+            }
+            // `'` opens a value only after a non-alphanumeric (`os='x'`, not `process's`).
+            None if ch == '"' || (ch == '\'' && !previous.is_alphanumeric()) => {
+                (quote, escaped) = (Some(ch), false);
+            }
+            None => {}
+        }
+        previous = ch;
+        out.push(ch);
+    }
+    if cut > 0 {
+        let _ = write!(out, "… ({cut} more characters cut)");
+    }
+    let total = out.chars().count();
+    if total > MESSAGE_CAP {
+        let mut short: String = out.chars().take(MESSAGE_CAP).collect();
+        let _ = write!(short, "… ({} more characters cut)", total - MESSAGE_CAP);
+        return Cow::Owned(short);
+    }
+    Cow::Owned(out)
 }
 
 /// `text` with every control character escaped (`\n`, `\r`, `\t`, `\xNN`), so a
@@ -132,4 +184,61 @@ pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
 /// Pretty JSON with a trailing newline (`serde_json`'s `{:#}` cannot fail).
 pub(crate) fn json_text(value: &serde_json::Value) -> String {
     format!("{value:#}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn long_quoted_values_are_cut_and_say_how_much() {
+        let value = "x".repeat(13_000);
+        let message = format!("field `os`: invalid type: string \"{value}\", expected a map");
+        let shown = capped(&message);
+        let expected = format!(
+            "field `os`: invalid type: string \"{}… (12800 more characters cut)\", expected a map",
+            "x".repeat(QUOTED_CAP)
+        );
+        assert_eq!(shown, expected);
+        let short = "a \"short\" value";
+        assert!(matches!(capped(short), Cow::Borrowed(_)));
+        let repr = format!(
+            "the process's host: got os='{}'; use Linux",
+            "w".repeat(500)
+        );
+        assert!(
+            capped(&repr).ends_with("(300 more characters cut)'; use Linux"),
+            "{}",
+            capped(&repr)
+        );
+        // An escaped quote does not end the value.
+        let escaped = format!("\"{}\\\"{}\" and \"b\"", "y".repeat(150), "z".repeat(150));
+        assert!(
+            capped(&escaped).ends_with("(102 more characters cut)\" and \"b\""),
+            "{}",
+            capped(&escaped)
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Whatever a message quotes, it ends up bounded, and one without long values is kept.
+        #[test]
+        fn every_message_is_bounded(parts in proptest::collection::vec((".{0,40}", 0_usize..3000), 0..12)) {
+            let message: String = parts
+                .iter()
+                .map(|(text, long)| format!("{text} \"{}\"", "v".repeat(*long)))
+                .collect();
+            let shown = capped(&message);
+            prop_assert!(shown.chars().count() <= MESSAGE_CAP + 40);
+            if parts.iter().all(|(text, long)| *long <= QUOTED_CAP && !text.contains('"')) {
+                if message.chars().count() <= MESSAGE_CAP {
+                    prop_assert_eq!(shown.as_ref(), message.as_str());
+                }
+            }
+        }
+    }
 }

@@ -98,8 +98,12 @@ pub fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts, String
             "{shown}: not a valid {schema} snapshot: {why}; remove it, or capture the host again with this version"
         ));
     }
-    serde_json::from_value(value)
-        .map_err(|err| format!("{shown}: not a valid {schema} snapshot: {err}"))
+    // serde quotes the offending value whole; Python callers get this text too, uncapped
+    // by `Output::emit`.
+    serde_json::from_value(value).map_err(|err| {
+        crate::output::capped(&format!("{shown}: not a valid {schema} snapshot: {err}"))
+            .into_owned()
+    })
 }
 
 /// A field of `value` that `schema` does not define although a later schema does, if any.

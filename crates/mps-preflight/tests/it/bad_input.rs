@@ -161,3 +161,32 @@ fn non_utf8_environment_never_panics() {
         runs[0].1
     );
 }
+
+/// Issue 16 part 3: a wrong-typed 13 MB string in a snapshot gives an error line of a few
+/// hundred bytes that says how much of the value was cut, not a 13 MB one.
+#[test]
+fn a_huge_wrong_typed_value_gives_a_short_error() {
+    let host = FakeHost::new();
+    let huge = || serde_json::Value::String("x".repeat(13_000_000));
+    let check = |field: &str, code: i32| {
+        let mut snapshot = bare_snapshot();
+        snapshot[field] = huge();
+        std::fs::write(host.root().join("huge.json"), snapshot.to_string()).unwrap();
+        let run = host.run(&args("check", &MPS_REQUEST, &["--snapshot", "huge.json"]));
+        let head = &run.stderr[..run.stderr.len().min(2000)];
+        assert_eq!(run.code, code, "{field}: {head}");
+        assert!(
+            run.stderr.len() < 1000,
+            "{field}: {} bytes on stderr",
+            run.stderr.len()
+        );
+        assert!(
+            run.stderr.contains(" more characters cut)"),
+            "{field}: {head}"
+        );
+    };
+    // serde quotes the wrong-typed value (exit 2)...
+    check("gpu_query", 2);
+    // ...and the policy quotes a value it rejects (exit 1).
+    check("os", 1);
+}

@@ -1,7 +1,8 @@
 //! `cargo bench -p gpu-uuid`: the parsers of the pure core.
 //!
 //! - [`VisibleDevices::parse_bytes`] of a few realistic `CUDA_VISIBLE_DEVICES` masks;
-//! - [`GpuTable::parse`] of an 8-GPU `nvidia-smi` table (and [`resolve`] of masks against it);
+//! - [`GpuTable::parse`] of an 8-GPU `nvidia-smi` table (and [`resolve`] of masks against it),
+//!   and of tables of 1k to 150k rows (linear time);
 //! - [`GpuUuid::parse`] of the spellings users paste, and [`MigUuid::parse`].
 //!
 //! Inputs are built before timing; each sample times one parse (one item). BENCHMARKS.md at the
@@ -84,6 +85,31 @@ fn gpu_table_parse_8(bencher: Bencher) {
     bencher
         .counter(BytesCount::of_str(TABLE_8))
         .bench(|| GpuTable::parse(black_box(TABLE_8)));
+}
+
+/// An `nvidia-smi` table of `rows` GPUs with distinct indices and UUIDs.
+fn big_table(rows: usize) -> String {
+    (0..rows)
+        .map(|i| {
+            format!(
+                "{i}, GPU-{:08x}-0000-0000-0000-{:012x}, NVIDIA H100 80GB HBM3, 00000000:{:02X}:00.0\n",
+                i + 1,
+                i,
+                i % 256
+            )
+        })
+        .collect()
+}
+
+/// `GpuTable::parse` by table size (issue 16 part 3): linear, so time per byte stays flat from
+/// 1k to 150k rows (the pairwise repeat check it replaced took 40 s at 150k).
+#[divan::bench(args = [1_000, 10_000, 40_000, 150_000], sample_count = 10)]
+fn gpu_table_parse_rows(bencher: Bencher, rows: usize) {
+    let text = big_table(rows);
+    GpuTable::parse(&text).expect("the table parses");
+    bencher
+        .counter(BytesCount::of_str(&text))
+        .bench(|| GpuTable::parse(black_box(&text)));
 }
 
 /// `resolve` of each (already parsed) mask against the (already parsed) 8-GPU table.

@@ -3,6 +3,7 @@
 //! Only this harness ever sends `quit`; the probe cannot express it.
 
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,15 +35,26 @@ pub(crate) fn locate() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-/// The binary, or `None` after printing why the calling test skips.
+/// Set by `.ci/run`: a missing real daemon fails the test instead of skipping it (issue 16
+/// part 7), so CI cannot count a skipped real-daemon test as passed.
+pub(crate) const REQUIRE_ENV: &str = "MPS_PREFLIGHT_REQUIRE_REAL_DAEMON";
+
+/// The binary, or `None` after saying why the calling test skips. The message goes straight to
+/// the process's stderr, which the test harness does not capture, so a plain `cargo test` shows
+/// it; with `$MPS_PREFLIGHT_REQUIRE_REAL_DAEMON=1` the test fails instead.
 pub(crate) fn binary_or_skip(test: &str) -> Option<PathBuf> {
     let binary = locate();
     if binary.is_none() {
-        eprintln!(
-            "skipping {test}: the real nvidia-cuda-mps-control was not found \
+        let why = format!(
+            "{test}: the real nvidia-cuda-mps-control was not found \
              (${BINARY_ENV} or ${{{CACHE_ENV}:-$HOME/.cache/mps-preflight}}/{CACHED_BINARY}); \
              run scripts/fetch-mps-control.sh"
         );
+        assert!(
+            std::env::var_os(REQUIRE_ENV).is_none_or(|value| value != "1"),
+            "${REQUIRE_ENV}=1, so this is a failure, not a skip: {why}"
+        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED {why}");
     }
     binary
 }

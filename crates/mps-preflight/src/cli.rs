@@ -228,6 +228,54 @@ Exit status:
   2  usage error (an unknown kind)"
     )]
     Schema(SchemaArgs),
+
+    /// Print a shell completion script for bash, zsh or fish
+    #[command(
+        long_about = "\
+Print a completion script for this command line, generated from its definitions, for bash, zsh
+or fish. Install it where the shell looks for completions (or `source` it).",
+        after_help = "Examples:
+  mps-preflight completions bash \\
+      > ~/.local/share/bash-completion/completions/mps-preflight
+  mps-preflight completions zsh > \"${fpath[1]}/_mps-preflight\"
+  mps-preflight completions fish \\
+      > ~/.config/fish/completions/mps-preflight.fish
+
+Exit status:
+  0  the script is on stdout
+  2  usage error (a shell other than bash, zsh or fish)"
+    )]
+    Completions(CompletionsArgs),
+
+    /// Print the man page (roff), generated from the same definitions as --help
+    #[command(
+        long_about = "\
+Print the man page, mps-preflight(1), in roff, generated from the same definitions as --help:
+every command, its flags and its examples.",
+        after_help = "Examples:
+  mps-preflight man > /usr/local/share/man/man1/mps-preflight.1
+  mps-preflight man | man -l -
+
+Exit status:
+  0  the page is on stdout
+  2  usage error"
+    )]
+    Man,
+}
+
+/// The shells `completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum, value_name = "SHELL")]
+    pub(crate) shell: CompletionShell,
 }
 
 /// What the launcher asks for (probe, check, doctor).

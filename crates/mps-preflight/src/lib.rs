@@ -20,6 +20,7 @@
 mod brief;
 mod cli;
 mod commands;
+mod generated;
 mod interrupt;
 mod output;
 mod prom;
@@ -146,6 +147,8 @@ fn execute(cli: &Cli) -> Output {
         Command::Merge(args) => commands::merge(args),
         Command::Test(args) => suite::test(args),
         Command::Schema(args) => schemas::print(args),
+        Command::Completions(args) => generated::completions(args),
+        Command::Man => generated::man(),
     }
 }
 

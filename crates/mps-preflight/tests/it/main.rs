@@ -13,6 +13,7 @@ mod exit_codes;
 mod fake_hosts;
 mod faults;
 mod fixtures;
+mod generated;
 mod health;
 mod help;
 mod hostile_names;

@@ -123,7 +123,7 @@ pub enum ManifestError {
     Io {
         /// The path the step worked on.
         path: PathBuf,
-        /// The step: "read", "create a temporary file beside", …
+        /// The step: "read", "create a temporary file there", …
         action: &'static str,
         /// The OS error.
         error: io::Error,
@@ -225,12 +225,12 @@ fn refuse_early(path: &Path) -> Result<(), ManifestError> {
                 Ok(meta) if meta.is_dir() => Ok(()),
                 Ok(_) => Err(ManifestError::io(
                     directory,
-                    "create a temporary file in",
+                    "create a temporary file there",
                     io::Error::from(io::ErrorKind::NotADirectory),
                 )),
                 Err(error) => Err(ManifestError::io(
                     directory,
-                    "create a temporary file in",
+                    "create a temporary file there",
                     error,
                 )),
             }
@@ -387,7 +387,7 @@ fn write_atomically(
     original: Option<&Metadata>,
 ) -> Result<(), ManifestError> {
     let mut bytes = serde_json::to_vec_pretty(document).map_err(|error| {
-        ManifestError::io(path, "serialise the manifest for", io::Error::other(error))
+        ManifestError::io(path, "serialise the new content", io::Error::other(error))
     })?;
     bytes.push(b'\n');
 
@@ -401,17 +401,16 @@ fn write_atomically(
         .suffix(".tmp")
         .permissions(Permissions::from_mode(mode))
         .tempfile_in(directory)
-        .map_err(|error| ManifestError::io(directory, "create a temporary file in", error))?;
-    let temp_path = temp.path().to_owned();
+        .map_err(|error| ManifestError::io(directory, "create a temporary file there", error))?;
     if let Some(meta) = original {
         // The umask may have narrowed the mode at creation: set it exactly.
         temp.as_file()
             .set_permissions(Permissions::from_mode(mode))
-            .map_err(|error| ManifestError::io(&temp_path, "set permissions on", error))?;
+            .map_err(|error| ManifestError::io(path, "set the new copy's permissions", error))?;
         let ours = temp
             .as_file()
             .metadata()
-            .map_err(|error| ManifestError::io(&temp_path, "inspect", error))?;
+            .map_err(|error| ManifestError::io(path, "inspect the new copy", error))?;
         if (ours.uid(), ours.gid()) != (meta.uid(), meta.gid()) {
             // Best effort: only root (or the owner, for the group) may do this. Failing
             // leaves the new manifest owned by this user, which could write the old one.
@@ -421,10 +420,10 @@ fn write_atomically(
         }
     }
     temp.write_all(&bytes)
-        .map_err(|error| ManifestError::io(&temp_path, "write", error))?;
+        .map_err(|error| ManifestError::io(path, "write the new copy", error))?;
     temp.as_file()
         .sync_all()
-        .map_err(|error| ManifestError::io(&temp_path, "flush", error))?;
+        .map_err(|error| ManifestError::io(path, "flush the new copy", error))?;
 
     if original.is_some() {
         temp.persist(path)

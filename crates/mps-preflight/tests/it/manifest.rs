@@ -124,3 +124,59 @@ fn a_rejected_request_records_nothing() {
         b"{\"a\": 1}"
     );
 }
+
+/// The process's umask, from `/proc/self/status` (the binary inherits it).
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("Umask:"))
+        .unwrap();
+    u32::from_str_radix(line.trim_start_matches("Umask:").trim(), 8).unwrap()
+}
+
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// Issue 16 part 4: one rule for every file written: a new one gets 0666 less the umask, one
+/// replaced keeps its mode; manifests and `capture --output` alike.
+#[test]
+fn new_files_get_the_umask_default_and_replaced_files_keep_their_mode() {
+    let host = FakeHost::new();
+    let (manifest, snapshot) = (host.root().join("m.json"), host.root().join("h.json"));
+    assert_eq!(probe_into(&host, "m.json").code, 0);
+    assert_eq!(host.run(&["capture", "--output", "h.json"]).code, 0);
+    for path in [&manifest, &snapshot] {
+        assert_eq!(mode(path), 0o666 & !umask(), "{}", path.display());
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
+            .unwrap();
+    }
+    assert_eq!(probe_into(&host, "m.json").code, 0);
+    assert_eq!(host.run(&["capture", "--output", "h.json"]).code, 0);
+    for path in [&manifest, &snapshot] {
+        assert_eq!(mode(path), 0o640, "{}", path.display());
+    }
+}
+
+/// Issue 16 part 4: a failed write says what was asked, what failed and what state the file is
+/// in; it names no temporary file and never claims a null request was validated.
+#[test]
+fn a_failed_write_says_what_was_asked_and_the_files_state() {
+    let host = FakeHost::new();
+    let run = probe_into(&host, "/nonexistent-dir/m.json");
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+    insta::assert_snapshot!(run.stderr, @"error: the null request's evidence was collected, but recording it in --manifest '/nonexistent-dir/m.json' failed: '/nonexistent-dir': cannot create a temporary file there: No such file or directory (os error 2); no file was created, and the evidence is not printed, so the run has no record of it");
+    std::fs::write(host.root().join("array.json"), "[1]").unwrap();
+    let run = probe_into(&host, "array.json");
+    assert!(
+        run.stderr.contains("; it was left unchanged,"),
+        "{}",
+        run.stderr
+    );
+    let run = host.run(&["capture", "--output", "/nonexistent-dir/h.json"]);
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+    assert!(!run.stderr.contains(".tmp"), "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr.lines().last().unwrap(), @"error: cannot write the snapshot to --output '/nonexistent-dir/h.json': No such file or directory (os error 2); no file was created");
+}

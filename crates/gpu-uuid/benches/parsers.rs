@@ -89,16 +89,17 @@ fn gpu_table_parse_8(bencher: Bencher) {
 
 /// An `nvidia-smi` table of `rows` GPUs with distinct indices and UUIDs.
 fn big_table(rows: usize) -> String {
-    (0..rows)
-        .map(|i| {
-            format!(
-                "{i}, GPU-{:08x}-0000-0000-0000-{:012x}, NVIDIA H100 80GB HBM3, 00000000:{:02X}:00.0\n",
-                i + 1,
-                i,
-                i % 256
-            )
-        })
-        .collect()
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    for i in 0..rows {
+        let _ = writeln!(
+            text,
+            "{i}, GPU-{:08x}-0000-0000-0000-{i:012x}, NVIDIA H100 80GB HBM3, 00000000:{:02X}:00.0",
+            i + 1,
+            i % 256
+        );
+    }
+    text
 }
 
 /// `GpuTable::parse` by table size (issue 16 part 3): linear, so time per byte stays flat from

@@ -31,7 +31,7 @@ pub fn load(path: &Path) -> Result<HostFacts, String> {
 
 /// How long a snapshot on standard input may take to arrive (`ssh host mps-preflight capture |
 /// …` over a slow link): a writer that never closes the pipe must not hang a check.
-const STDIN_DEADLINE: Duration = Duration::from_secs(60);
+const STDIN_DEADLINE: Duration = Duration::from_mins(1);
 
 /// `-`, or `/dev/stdin` (often a FIFO, which the file reader refuses: it opens regular files
 /// only), name standard input.

@@ -32,7 +32,7 @@ pub(crate) fn visibility(args: &VisibilityArgs) -> Output {
     };
     // Errors name where the list came from; the gpu-uuid texts say `CUDA_VISIBLE_DEVICES`.
     let source = if args.devices.is_some() {
-        format!("--devices {:?} (the value for CUDA_VISIBLE_DEVICES): ", raw)
+        format!("--devices {raw:?} (the value for CUDA_VISIBLE_DEVICES): ")
     } else {
         String::new()
     };

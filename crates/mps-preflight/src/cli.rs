@@ -207,6 +207,10 @@ Exit status:
   2  usage error (an unknown kind)"
     )]
     Schema(SchemaArgs),
+
+    /// After start: prove that the learner and the collector are clients of one MPS server
+    #[command(long_about = crate::attest::LONG_ABOUT, after_help = crate::attest::AFTER_HELP)]
+    Attest(crate::attest::AttestArgs),
 }
 
 /// What the launcher asks for (probe, check, doctor).

@@ -86,14 +86,14 @@ fn not_a_client(subject: &Subject<'_>, who: &str, dir: &str) -> String {
     let restart = format!("restart it with CUDA_MPS_PIPE_DIRECTORY={dir}");
     match subject.verdict.likely_cause {
         Some(LikelyCause::OtherPipeDirectory) => format!(
-            "{head}: its environment names another pipe directory, CUDA_MPS_PIPE_DIRECTORY={}, so its CUDA reached another daemon or none; {restart}",
-            repr(
-                subject
-                    .verdict
-                    .pipe_directory_env
-                    .as_deref()
-                    .unwrap_or_default()
-            )
+            "{head}: its environment names another pipe directory, {}, so its CUDA reached another daemon or none; {restart}",
+            match subject.verdict.pipe_directory_env.as_deref() {
+                Some(dir) if !dir.is_empty() => format!("CUDA_MPS_PIPE_DIRECTORY={}", repr(dir)),
+                _ => format!(
+                    "the default {} (CUDA_MPS_PIPE_DIRECTORY unset or empty)",
+                    repr(crate::DEFAULT_PIPE_DIRECTORY)
+                ),
+            }
         ),
         Some(LikelyCause::NoServerRunning) => format!(
             "{head}: no MPS server is running, so it has not initialised CUDA yet, or it connected without MPS (another pipe directory, started before the daemon, or no pipe mount in its container); attest again once it has initialised CUDA (`--wait-ms 30000`), else {restart}"

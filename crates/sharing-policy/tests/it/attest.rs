@@ -73,7 +73,9 @@ fn healthy() -> AttestFacts {
 }
 
 fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
-    let list: String = servers.iter().map(|s| format!("{}\n", s.pid)).collect();
+    let list = servers
+        .iter()
+        .fold(String::new(), |all, s| all + &s.pid.to_string() + "\n");
     AttestFacts {
         schema: ATTEST_SCHEMA.to_owned(),
         os: "linux".to_owned(),
@@ -257,7 +259,7 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
     let pid = prop_oneof![Just(LEARNER), Just(COLLECTOR), 1_i64..6];
     let clients = prop::collection::vec(pid, 0..4);
     let answer = prop_oneof![
-        4 => clients.prop_map(|pids| pids.iter().map(|p| format!("{p}\n")).collect::<String>()),
+        4 => clients.prop_map(|pids| pids.iter().fold(String::new(), |all, p| all + &p.to_string() + "\n")),
         1 => Just("garbage\n".to_owned()),
     ];
     let one_server = (1_i64..4, 0_u32..2, answer);

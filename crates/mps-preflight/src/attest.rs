@@ -221,3 +221,52 @@ fn parse_timeout(text: &str) -> Result<u64, String> {
         value => Ok(value),
     }
 }
+
+/// `doctor --learner-pid P --collector-pid Q`: the attestation of the two processes on this
+/// environment's pipe directory, one round, each query bounded by the request's deadline.
+pub(crate) fn for_doctor(args: &crate::cli::DoctorArgs) -> Option<Attestation> {
+    let (learner, collector) = (args.learner_pid?, args.collector_pid?);
+    let (pipe_directory, source) = pipe_directory(None).ok()?;
+    let options = AttestOptions {
+        pipe_directory_source: source,
+        timeout: Duration::from_millis(args.request.timeout_ms),
+        ..AttestOptions::new(learner, collector, pipe_directory)
+    };
+    Some(sharing_policy::attest(&mps_host::observe_attest(&options)))
+}
+
+/// The report's "after start" section: every process that is not attached, with its code.
+pub(crate) fn human(attestation: Option<&Attestation>) -> String {
+    let Some(attestation) = attestation else {
+        return String::new();
+    };
+    if attestation.attested {
+        return format!(
+            "\nafter start: the learner (PID {}) and the collector (PID {}) are clients of MPS server {}.\n",
+            attestation.learner.pid,
+            attestation.collector.pid,
+            attestation.server_pid.unwrap_or_default()
+        );
+    }
+    let mut text = "\nafter start, not attested:\n".to_owned();
+    for line in attestation.error_lines() {
+        text.push_str("\n- ");
+        text.push_str(&crate::output::one_line(&line));
+        text.push('\n');
+    }
+    text
+}
+
+/// doctor's stderr line when the processes are not attested.
+pub(crate) fn doctor_error(attestation: Option<&Attestation>) -> Option<String> {
+    let attestation = attestation.filter(|a| !a.attested)?;
+    let count = attestation.problems().count().max(1);
+    let noun = if count == 1 {
+        "process is"
+    } else {
+        "processes are"
+    };
+    Some(format!(
+        "{count} {noun} not attached to one MPS server (the report is on stdout)"
+    ))
+}

@@ -31,6 +31,10 @@ Examples:
   devices=$(mps-preflight visibility) || exit 1
   export CUDA_VISIBLE_DEVICES=\"$devices\"
 
+  # After both processes started: are they clients of one MPS server? Record the proof.
+  mps-preflight attest --learner-pid \"$LEARNER\" --collector-pid \"$COLLECTOR\" --wait-ms 30000 \\
+      --manifest run_manifest.json
+
   # After the run: are the ranks' records consistent?
   mps-preflight merge rank0/manifest.json rank1/manifest.json
 
@@ -408,6 +412,14 @@ pub(crate) struct DoctorArgs {
     /// The report's format
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(crate) format: Format,
+
+    /// After start: also attest that this learner PID is an MPS client (with --collector-pid)
+    #[arg(long, value_name = "PID", value_parser = crate::attest::parse_pid, requires = "collector_pid")]
+    pub(crate) learner_pid: Option<sharing_policy::Pid>,
+
+    /// After start: also attest that this collector PID is an MPS client (with --learner-pid)
+    #[arg(long, value_name = "PID", value_parser = crate::attest::parse_pid, requires = "learner_pid")]
+    pub(crate) collector_pid: Option<sharing_policy::Pid>,
 }
 
 #[derive(Debug, Args)]
@@ -449,6 +461,8 @@ pub(crate) enum SchemaKind {
     Doctor,
     /// `merge`'s output.
     Merge,
+    /// `attest`'s attestation (a manifest's `cuda_process_sharing.attestation`).
+    Attestation,
 }
 
 /// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,

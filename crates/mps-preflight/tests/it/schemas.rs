@@ -10,7 +10,7 @@ use sharing_manifest::EVIDENCE_KEYS;
 
 use crate::support::{FakeHost, MPS_REQUEST, args, fixtures_dir};
 
-const KINDS: [&str; 4] = ["snapshot", "evidence", "doctor", "merge"];
+const KINDS: [&str; 5] = ["snapshot", "evidence", "doctor", "merge", "attestation"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -448,3 +448,49 @@ fn pids_must_be_positive_integers() {
     assert_eq!(run.code, 2, "{}", run.render());
     assert!(!fake.state.join("log").exists(), "nothing was asked");
 }
+
+#[test]
+fn doctor_lists_every_process_that_is_not_attached() {
+    let mut fake = Attest::new();
+    fake.host.socket().one_gpu();
+    let (learner, collector) = (fake.process(false), fake.process(false));
+    let (learner, collector) = (learner.to_string(), collector.to_string());
+    let mut args = vec!["doctor"];
+    args.extend_from_slice(&MPS_REQUEST);
+    args.extend_from_slice(&["--learner-pid", &learner, "--collector-pid", &collector]);
+    let run = fake.host.run(&args);
+    assert_eq!(run.code, 1, "{}", run.render());
+    assert!(
+        run.stdout.contains("after start, not attested"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("- not-a-client: ").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("2 processes are not attached"),
+        "{}",
+        run.stderr
+    );
+    args.extend_from_slice(&["--format", "json"]);
+    let report: Value = serde_json::from_str(&fake.host.run(&args).stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert_eq!(
+        report["attestation"]["learner"]["likely_cause"],
+        "no-server-running"
+    );
+    let only_one = fake.host.run(&[
+        "doctor",
+        "--learner-device",
+        "cpu",
+        "--backend",
+        "x",
+        "--learner-pid",
+        "1",
+    ]);
+    assert_eq!(only_one.code, 2, "{}", only_one.render());
+}

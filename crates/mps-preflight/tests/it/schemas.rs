@@ -24,7 +24,7 @@ fn committed(kind: &str) -> Value {
 }
 
 /// A validator of the committed schema of `kind`.
-fn validator(kind: &str) -> jsonschema::Validator {
+pub(crate) fn validator(kind: &str) -> jsonschema::Validator {
     let schema = committed(kind);
     assert_eq!(
         schema["$schema"], "https://json-schema.org/draft/2020-12/schema",

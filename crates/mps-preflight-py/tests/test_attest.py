@@ -23,7 +23,8 @@ while read -r cmd arg; do
     get_server_list) [ -f "$S/servers" ] && while read -r l; do echo "$l"; done < "$S/servers" ;;
     get_client_list) if [ -f "$S/clients.$arg" ]; then while read -r l; do echo "$l"; done < "$S/clients.$arg"; else echo "Server $arg not found"; fi ;;
   esac
-done"""
+done
+exit 0"""
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod attest;
 mod capture;
 mod children;
 mod fs;
@@ -7,12 +8,13 @@ mod procfs;
 mod retried;
 mod runner;
 
+pub use attest::{AttestOptions, FIRST_BACKOFF, MAX_BACKOFF, observe_attest, observe_attest_with};
 pub use capture::{
     DEFAULT_SCAN_LIMIT, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture,
     capture_with, daemon_query, gpu_query, read_env, read_host_name,
 };
 pub use children::{StoppedQueries, stop_all_queries};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
-pub use procfs::{find_daemon, observe_caller, observe_process};
+pub use procfs::{find_daemon, observe_caller, observe_client, observe_process};
 pub use retried::run_retried;
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use sharing_policy::{
-    CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, OsText,
-    PidFileFacts, ProcessFacts,
+    CLIENT_ENVIRON_VARS, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch,
+    DaemonSearchMethod, OsText, PidFileFacts, ProcessFacts,
 };
 
 /// The most bytes of `/proc/<pid>/status` read (the `Uid:` line is near the top).
@@ -79,15 +79,50 @@ pub fn observe_process(root: &Path, pid: i64, daemon_details: bool) -> ProcessFa
             .map(|arg| OsText::from_bytes(arg.to_vec()))
             .collect()
     });
-    process.environ = environ.map(|bytes| wanted_variables(&bytes));
+    process.environ = environ.map(|bytes| wanted_variables(&bytes, &DAEMON_ENVIRON_VARS));
     process
+}
+
+/// `root/<pid>` of a process that should be an MPS client (`attest`): whether its entry exists,
+/// the `State:` and `Uid:` lines of `status`, and the [`CLIENT_ENVIRON_VARS`] of `environ`.
+pub fn observe_client(root: &Path, pid: i64) -> ClientFacts {
+    let mut client = ClientFacts::new(pid);
+    client.exists = match std::fs::symlink_metadata(root.join(pid.to_string())) {
+        Ok(_) => Some(true),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(false),
+        Err(err) => {
+            client.errors.insert("entry".to_owned(), err.to_string());
+            None
+        }
+    };
+    match read_capped(root, pid, "status", STATUS_CAP) {
+        Ok(status) => {
+            client.state = field_line(&status, "State:");
+            client.status_uid = field_line(&status, "Uid:");
+        }
+        Err(error) => {
+            client.errors.insert("status".to_owned(), error);
+        }
+    }
+    match read_capped(root, pid, "environ", ENVIRON_CAP) {
+        Ok(environ) => client.environ = Some(wanted_variables(&environ, &CLIENT_ENVIRON_VARS)),
+        Err(error) => {
+            client.errors.insert("environ".to_owned(), error);
+        }
+    }
+    client
 }
 
 /// The text after `Uid:` on its line, uncut.
 fn uid_line(status: &[u8]) -> Option<String> {
+    field_line(status, "Uid:")
+}
+
+/// The text after `field` on its line of `/proc/<pid>/status`, trimmed, uncut.
+fn field_line(status: &[u8], field: &str) -> Option<String> {
     String::from_utf8_lossy(status)
         .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
+        .find_map(|line| line.strip_prefix(field))
         .map(|rest| rest.trim().to_owned())
 }
 
@@ -97,8 +132,8 @@ fn nul_separated(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes.split(|b| *b == 0).filter(move |_| !bytes.is_empty())
 }
 
-/// The [`DAEMON_ENVIRON_VARS`] an `environ` sets, raw.
-fn wanted_variables(environ: &[u8]) -> BTreeMap<String, OsText> {
+/// The variables of `wanted` that an `environ` sets, raw.
+fn wanted_variables(environ: &[u8], wanted_vars: &[&str]) -> BTreeMap<String, OsText> {
     let mut wanted = BTreeMap::new();
     for entry in nul_separated(environ) {
         let Some(at) = entry.iter().position(|b| *b == b'=') else {
@@ -106,10 +141,7 @@ fn wanted_variables(environ: &[u8]) -> BTreeMap<String, OsText> {
         };
         let (name, value) = entry.split_at(at);
         let value = value.get(1..).unwrap_or_default();
-        if let Some(var) = DAEMON_ENVIRON_VARS
-            .iter()
-            .find(|var| var.as_bytes() == name)
-        {
+        if let Some(var) = wanted_vars.iter().find(|var| var.as_bytes() == name) {
             wanted.insert((*var).to_owned(), OsText::from_bytes(value.to_vec()));
         }
     }
@@ -188,7 +220,7 @@ mod tests {
         assert_eq!(args, [&b"nvidia-cuda-mps-control"[..], b"-d"]);
         assert_eq!(nul_separated(b"").count(), 0);
         let environ = b"HOME=/root\0CUDA_VISIBLE_DEVICES=GPU-1\0CUDA_MPS_PIPE_DIRECTORY=\0X=CUDA_DEVICE_ORDER=1\0";
-        let wanted = wanted_variables(environ);
+        let wanted = wanted_variables(environ, &DAEMON_ENVIRON_VARS);
         assert_eq!(
             wanted,
             BTreeMap::from([

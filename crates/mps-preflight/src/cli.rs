@@ -33,6 +33,11 @@ Examples:
   devices=$(mps-preflight visibility) || exit 1
   export CUDA_VISIBLE_DEVICES=\"$devices\"
 
+  # After both started: are they clients of one MPS server? Record the proof.
+  mps-preflight attest --learner-pid \"$LEARNER\" \\
+      --collector-pid \"$COLLECTOR\" --wait-ms 30000 \\
+      --manifest run_manifest.json
+
   # After the run: are the ranks' records consistent?
   mps-preflight merge rank0/manifest.json rank1/manifest.json
 
@@ -228,6 +233,10 @@ Exit status:
   2  usage error (an unknown kind)"
     )]
     Schema(SchemaArgs),
+
+    /// After start: prove that the learner and the collector are clients of one MPS server
+    #[command(long_about = crate::attest::LONG_ABOUT, after_help = crate::attest::AFTER_HELP)]
+    Attest(crate::attest::AttestArgs),
 
     /// Print a shell completion script for bash, zsh or fish
     #[command(
@@ -475,6 +484,14 @@ pub(crate) struct DoctorArgs {
     /// The report's format
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(crate) format: Format,
+
+    /// After start: also attest that this learner PID is an MPS client (with --collector-pid)
+    #[arg(long, value_name = "PID", value_parser = crate::attest::parse_pid, requires = "collector_pid")]
+    pub(crate) learner_pid: Option<sharing_policy::Pid>,
+
+    /// After start: also attest that this collector PID is an MPS client (with --learner-pid)
+    #[arg(long, value_name = "PID", value_parser = crate::attest::parse_pid, requires = "learner_pid")]
+    pub(crate) collector_pid: Option<sharing_policy::Pid>,
 }
 
 #[derive(Debug, Args)]
@@ -516,6 +533,8 @@ pub(crate) enum SchemaKind {
     Doctor,
     /// `merge`'s output.
     Merge,
+    /// `attest`'s attestation (a manifest's `cuda_process_sharing.attestation`).
+    Attestation,
 }
 
 /// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,
@@ -546,7 +565,7 @@ pub(crate) fn parse_int(text: &str) -> Result<i64, String> {
 }
 
 /// A positive number of milliseconds.
-fn parse_timeout(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_timeout(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(0) => Err("the deadline must be at least 1 ms".to_owned()),
         Ok(value) => Ok(value),
@@ -560,114 +579,4 @@ fn parse_timeout(text: &str) -> Result<u64, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory as _;
-
-    use super::*;
-
-    #[test]
-    fn the_command_line_is_well_formed() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn integers_beyond_64_bits_and_non_integers_are_errors() {
-        assert_eq!(parse_int("0"), Ok(0));
-        assert_eq!(parse_int("+7"), Ok(7));
-        assert_eq!(parse_int("-1"), Ok(-1));
-        assert_eq!(parse_int("9223372036854775807"), Ok(i64::MAX));
-        assert_eq!(parse_int("-9223372036854775808"), Ok(i64::MIN));
-        // Beyond 64 bits: an error that repeats the value given, not a saturated one.
-        for huge in [
-            "9223372036854775808".to_owned(),
-            "-9223372036854775809".to_owned(),
-            "9".repeat(60),
-        ] {
-            let err = parse_int(&huge).unwrap_err();
-            assert!(err.starts_with(&format!("{huge} is out of range")), "{err}");
-        }
-        for bad in [
-            "", "-", "+", "1.5", "1e3", " 1", "0x10", "one", "1_000", "--1", "١",
-        ] {
-            assert!(parse_int(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_negative_deadline_is_named_as_such() {
-        assert!(
-            parse_timeout("-5")
-                .unwrap_err()
-                .contains("cannot be negative, got -5")
-        );
-        assert!(parse_timeout("0").is_err());
-        assert_eq!(parse_timeout("250"), Ok(250));
-    }
-
-    /// Issue 16 part 6: an example wrapped by clap would paste as a broken command, so every
-    /// line of every help's epilogue fits in 80 columns and comes out of clap unwrapped
-    /// there; long commands are broken with ` \` in the text itself.
-    #[test]
-    fn help_examples_fit_80_columns_unwrapped() {
-        let mut command = Cli::command().term_width(80);
-        let mut helps = vec![(
-            String::new(),
-            command.render_long_help().to_string(),
-            command
-                .get_after_long_help()
-                .or(command.get_after_help())
-                .map(ToString::to_string),
-        )];
-        for sub in command.get_subcommands_mut() {
-            let name = sub.get_name().to_owned();
-            let epilogue = sub
-                .get_after_long_help()
-                .or(sub.get_after_help())
-                .map(ToString::to_string);
-            let rendered = sub.clone().term_width(80).render_long_help().to_string();
-            helps.push((name, rendered, epilogue));
-        }
-        for (name, rendered, epilogue) in helps.into_iter().filter(|(name, ..)| name != "help") {
-            let epilogue = epilogue.unwrap_or_default();
-            assert!(epilogue.contains("Examples:"), "{name}: no examples");
-            let examples = epilogue
-                .lines()
-                .skip_while(|line| *line != "Examples:")
-                .skip(1)
-                .take_while(|line| line.is_empty() || line.starts_with(' '));
-            for line in examples {
-                assert!(
-                    line.chars().count() <= 80,
-                    "{name}: {} columns: {line}",
-                    line.chars().count()
-                );
-                assert!(
-                    rendered.lines().any(|r| r.trim_end() == line.trim_end()),
-                    "{name}: wrapped by clap: {line}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
-        let args = |mode: &str| RequestArgs {
-            mode: mode.to_owned(),
-            learner_device: "cuda:0".to_owned(),
-            collector_device: None,
-            backend: Some("mjwarp".to_owned()),
-            supported_backends: vec!["mjwarp".to_owned()],
-            rank: 0,
-            world_size: 1,
-            learner_uuid: None,
-            timeout_ms: 5000,
-            require_verified: false,
-        };
-        for null in ["null", "NULL", "Null", " null "] {
-            assert_eq!(args(null).to_request().mode, None, "{null:?}");
-        }
-        for other in ["mps", "MPS", "", "none", "nul"] {
-            assert_eq!(args(other).to_request().mode.as_deref(), Some(other));
-        }
-    }
-}
+mod tests;

@@ -137,30 +137,42 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
     let findings = sharing_policy::explain(&request, &facts);
     let warnings = sharing_policy::warnings(&request, &facts);
     let evidence = sharing_policy::validate(&request, &facts).ok();
+    let attestation = crate::attest::for_doctor(args);
     let stdout = match args.format {
         Format::Human => {
             let mut text = doctor_human(&request, &findings, evidence.as_ref());
             text.push_str(&warnings_human(&warnings));
+            text.push_str(&crate::attest::human(attestation.as_ref()));
             text
         }
-        Format::Json => json_text(&doctor_json(&findings, &warnings, evidence.as_ref())),
+        Format::Json => json_text(&doctor_json(
+            &findings,
+            &warnings,
+            evidence.as_ref(),
+            attestation.as_ref(),
+        )),
         Format::Brief => brief::verdict(&request, &findings, evidence.as_ref()),
     };
-    if findings.is_empty() {
+    let mut errors = Vec::new();
+    if !findings.is_empty() {
+        let count = findings.len();
+        let noun = if count == 1 {
+            "prerequisite blocks"
+        } else {
+            "prerequisites block"
+        };
+        errors.push(format!(
+            "{count} unmet {noun} the request (the report is on stdout)"
+        ));
+    }
+    errors.extend(crate::attest::doctor_error(attestation.as_ref()));
+    if errors.is_empty() {
         return Output::data(stdout);
     }
-    let count = findings.len();
-    let noun = if count == 1 {
-        "prerequisite blocks"
-    } else {
-        "prerequisites block"
-    };
     Output {
         status: Status::Rejected,
         stdout,
-        errors: vec![format!(
-            "{count} unmet {noun} the request (the report is on stdout)"
-        )],
+        errors,
         ..Output::default()
     }
 }
@@ -239,12 +251,18 @@ fn evidence_output(result: Result<Evidence, Rejection>) -> Output {
 }
 
 /// `{"ok", "findings": [{code, message, found, why, fix}], "warnings": [same], "evidence": {…} | null}`.
-fn doctor_json(findings: &[Finding], warnings: &[Finding], evidence: Option<&Evidence>) -> Value {
+fn doctor_json(
+    findings: &[Finding],
+    warnings: &[Finding],
+    evidence: Option<&Evidence>,
+    attestation: Option<&sharing_policy::Attestation>,
+) -> Value {
     let report = DoctorReport {
-        ok: findings.is_empty(),
+        ok: findings.is_empty() && attestation.is_none_or(|a| a.attested),
         findings,
         warnings,
         evidence: evidence.map(sharing_manifest::evidence_to_json),
+        attestation,
     };
     // Strings, booleans and evidence objects only: serialising cannot fail.
     serde_json::to_value(report).unwrap_or(Value::Null)

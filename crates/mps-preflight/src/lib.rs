@@ -17,6 +17,7 @@
 //! assert_eq!(status, std::process::ExitCode::SUCCESS);
 //! ```
 
+mod attest;
 mod brief;
 mod cli;
 mod commands;
@@ -147,6 +148,7 @@ fn execute(cli: &Cli) -> Output {
         Command::Merge(args) => commands::merge(args),
         Command::Test(args) => suite::test(args),
         Command::Schema(args) => schemas::print(args),
+        Command::Attest(args) => attest::attest(args),
         Command::Completions(args) => generated::completions(args),
         Command::Man => generated::man(),
     }

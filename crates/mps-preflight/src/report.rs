@@ -21,4 +21,8 @@ pub(crate) struct DoctorReport<'a> {
     /// null when the request is rejected.
     #[schemars(with = "Option<Evidence>")]
     pub(crate) evidence: Option<Value>,
+    /// With `--learner-pid` and `--collector-pid`: the attestation of the two processes
+    /// (`attest`'s), absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) attestation: Option<&'a sharing_policy::Attestation>,
 }

@@ -46,6 +46,11 @@ pub(crate) fn schema(kind: SchemaKind) -> Value {
             "mps-preflight merge",
             generate::<MergeSummary>(true),
         ),
+        SchemaKind::Attestation => (
+            sharing_manifest::ATTESTATION_SCHEMA,
+            "mps-preflight attestation",
+            generate::<sharing_policy::Attestation>(true),
+        ),
     };
     let mut out = Map::new();
     let mut generated = match generated {

@@ -200,14 +200,31 @@ pub fn record_in_manifest_within(
     evidence: &Evidence,
     wait: Duration,
 ) -> Result<(), ManifestError> {
+    update_manifest(path, wait, &|document| {
+        insert_evidence(document, evidence);
+        Ok(())
+    })
+}
+
+/// A change to a manifest's top-level object.
+pub(crate) type Edit<'a> = dyn Fn(&mut Map<String, Value>) -> Result<(), ManifestError> + 'a;
+
+/// The locked read-modify-write of a manifest that [`record_in_manifest`] and
+/// [`crate::record_attestation`] share: `edit` changes the document (a missing manifest is an
+/// empty one), which is then written atomically. On any error the file is left untouched.
+pub(crate) fn update_manifest(
+    path: &Path,
+    wait: Duration,
+    edit: &Edit<'_>,
+) -> Result<(), ManifestError> {
     // Refuse what is refused anyway before creating a lock file beside it; then check again
     // under the lock, since another writer may have changed the file meanwhile.
     refuse_early(path)?;
     let _lock = ManifestLock::acquire(path, wait)?;
-    record_locked(path, evidence)
+    update_locked(path, edit)
 }
 
-/// The checks of [`record_locked`] that need no lock: an existing path must be a writable
+/// The checks of [`update_locked`] that need no lock: an existing path must be a writable
 /// regular file, and a missing one's directory must exist.
 fn refuse_early(path: &Path) -> Result<(), ManifestError> {
     match fs::symlink_metadata(path) {
@@ -240,7 +257,7 @@ fn refuse_early(path: &Path) -> Result<(), ManifestError> {
 }
 
 /// The read-modify-write itself, with the manifest's lock held.
-fn record_locked(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> {
+fn update_locked(path: &Path, edit: &Edit<'_>) -> Result<(), ManifestError> {
     let existing = match fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(error) if error.kind() == io::ErrorKind::NotFound => None,
@@ -248,7 +265,7 @@ fn record_locked(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> 
     };
     let Some(link_meta) = existing else {
         let mut document = Map::new();
-        insert_evidence(&mut document, evidence);
+        edit(&mut document)?;
         return write_atomically(path, &document, None);
     };
     if link_meta.file_type().is_symlink() {
@@ -266,7 +283,7 @@ fn record_locked(path: &Path, evidence: &Evidence) -> Result<(), ManifestError> 
             found: kind_of(&value),
         });
     };
-    insert_evidence(&mut document, evidence);
+    edit(&mut document)?;
     write_atomically(path, &document, Some(&meta))
 }
 

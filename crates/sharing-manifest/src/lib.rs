@@ -1,11 +1,16 @@
 #![doc = include_str!("../README.md")]
 
+mod attestation;
 mod file;
 mod json;
 mod lock;
 mod merge;
 mod summary;
 
+pub use attestation::{
+    ATTESTATION_KEY, ATTESTATION_SCHEMA, ATTESTATION_SCHEMA_KEY, AttestationState, RankAttestation,
+    attestation_of, record_attestation,
+};
 pub use file::{
     MAX_FILE_BYTES, ManifestError, quote_path, read_json_file, record_in_manifest,
     record_in_manifest_within,

@@ -123,6 +123,8 @@ pub struct RankRecord {
     pub source: String,
     /// Its evidence.
     pub evidence: Evidence,
+    /// Its attestation (`attest`), when its manifest records one.
+    pub attestation: Option<crate::RankAttestation>,
 }
 
 /// The outcome of [`merge`]: the evidence found and every inconsistency.
@@ -178,7 +180,11 @@ pub fn merge(inputs: &[(String, Value)]) -> MergeReport {
     let mut ranks = Vec::new();
     for (source, value) in inputs {
         match evidence_from_json(value) {
-            Ok(evidence) => ranks.push(RankRecord { source: source.clone(), evidence }),
+            Ok(evidence) => ranks.push(RankRecord {
+                source: source.clone(),
+                evidence,
+                attestation: crate::attestation_of(value),
+            }),
             Err(why) => findings.push(MergeFinding {
                 code: MergeCode::NotEvidence,
                 message: format!(

@@ -39,6 +39,9 @@ pub struct MergedRank {
     /// Its evidence, exactly as recorded in a manifest.
     #[serde(serialize_with = "serialize_evidence")]
     pub evidence: Evidence,
+    /// Its attestation (`attest`), when its manifest records one; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<crate::RankAttestation>,
 }
 
 /// One inconsistency between ranks.
@@ -71,6 +74,7 @@ impl MergeReport {
                     rank: record.evidence.rank,
                     source: record.source.clone(),
                     evidence: record.evidence.clone(),
+                    attestation: record.attestation,
                 })
                 .collect(),
             findings: self

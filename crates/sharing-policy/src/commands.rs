@@ -1,5 +1,75 @@
 //! The control commands a probe may send. Only read-only commands exist in this type, so a
 //! probe cannot express `quit`, `start_server`, `shutdown_server`, `terminate_client` or `set_*`.
+//! The one command with an argument, `get_client_list`, takes a [`Pid`]: a positive decimal
+//! integer, so nothing but digits can follow it on the line the daemon reads.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A process ID as the control daemon may be sent one: positive, at most `i32::MAX` (Linux's
+/// `pid_t`). It can only be built from a number or from ASCII digits, so its text is digits.
+///
+/// ```
+/// use sharing_policy::Pid;
+///
+/// assert_eq!(Pid::parse("4428").map(Pid::get), Some(4428));
+/// for bad in ["", "0", "-1", "+7", " 7", "7\n", "7 quit", "0x10", "2147483648", "١"] {
+///     assert_eq!(Pid::parse(bad), None, "{bad:?}");
+/// }
+/// assert_eq!(Pid::new(0), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(try_from = "i64", into = "i64")]
+pub struct Pid(u32);
+
+impl Pid {
+    /// The largest PID (`i32::MAX`).
+    pub const MAX: i64 = 2_147_483_647;
+
+    /// `value` when it is a PID: `1..=i32::MAX`.
+    pub fn new(value: i64) -> Option<Self> {
+        if (1..=Self::MAX).contains(&value) {
+            u32::try_from(value).ok().map(Self)
+        } else {
+            None
+        }
+    }
+
+    /// `text` when it is ASCII decimal digits only (no sign, no spaces) naming a PID.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.is_empty() || text.len() > 10 || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        text.parse::<i64>().ok().and_then(Self::new)
+    }
+
+    /// The PID as a number.
+    pub fn get(self) -> i64 {
+        i64::from(self.0)
+    }
+}
+
+impl fmt::Display for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl TryFrom<i64> for Pid {
+    type Error = String;
+
+    fn try_from(value: i64) -> Result<Self, Self::Error> {
+        Self::new(value).ok_or_else(|| format!("{value} is not a PID (1 to {})", Self::MAX))
+    }
+}
+
+impl From<Pid> for i64 {
+    fn from(pid: Pid) -> Self {
+        pid.get()
+    }
+}
 
 /// A read-only `nvidia-cuda-mps-control` command (MPS v2 stdin protocol).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,25 +82,54 @@ pub enum ReadOnlyCommand {
     GetDefaultClientPriority,
     /// Clients per device; free text.
     GetDeviceClientList,
+    /// The client PIDs of one server (`Server <pid> not found` when there is no such server).
+    GetClientList(Pid),
 }
 
 impl ReadOnlyCommand {
-    /// The command line as the daemon reads it (without the newline).
+    /// The command's name: its whole line for a command without an argument.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::GetDefaultActiveThreadPercentage => "get_default_active_thread_percentage",
             Self::GetServerList => "get_server_list",
             Self::GetDefaultClientPriority => "get_default_client_priority",
             Self::GetDeviceClientList => "get_device_client_list",
+            Self::GetClientList(_) => "get_client_list",
         }
     }
 
-    /// Every command of this type.
+    /// The command line as the daemon reads it (without the newline): the name, then the PID
+    /// for `get_client_list`.
+    ///
+    /// ```
+    /// use sharing_policy::{Pid, ReadOnlyCommand};
+    ///
+    /// let pid = Pid::new(4428).unwrap();
+    /// assert_eq!(ReadOnlyCommand::GetClientList(pid).line(), "get_client_list 4428");
+    /// assert_eq!(ReadOnlyCommand::GetServerList.line(), "get_server_list");
+    /// ```
+    pub fn line(self) -> String {
+        match self {
+            Self::GetClientList(pid) => format!("{} {pid}", self.as_str()),
+            other => other.as_str().to_owned(),
+        }
+    }
+
+    /// Every command of this type that takes no argument.
     pub const ALL: [Self; 4] = [
         Self::GetDefaultActiveThreadPercentage,
         Self::GetServerList,
         Self::GetDefaultClientPriority,
         Self::GetDeviceClientList,
+    ];
+
+    /// The name of every command of this type, those with an argument included.
+    pub const NAMES: [&'static str; 5] = [
+        "get_default_active_thread_percentage",
+        "get_server_list",
+        "get_default_client_priority",
+        "get_device_client_list",
+        "get_client_list",
     ];
 }
 
@@ -41,11 +140,20 @@ pub const DAEMON_PROBE: [ReadOnlyCommand; 2] = [
     ReadOnlyCommand::GetServerList,
 ];
 
+/// The client query of `attest` for one server: liveness first (one answer line, so an empty
+/// client list is told apart from a front-end that printed nothing), then its client list.
+pub fn client_query(server: Pid) -> [ReadOnlyCommand; 2] {
+    [
+        ReadOnlyCommand::GetDefaultActiveThreadPercentage,
+        ReadOnlyCommand::GetClientList(server),
+    ]
+}
+
 /// The standard input of a probe: each command on its own line.
 pub fn probe_stdin(commands: &[ReadOnlyCommand]) -> String {
     let mut stdin = String::new();
     for command in commands {
-        stdin.push_str(command.as_str());
+        stdin.push_str(&command.line());
         stdin.push('\n');
     }
     stdin

@@ -33,7 +33,7 @@ pub(crate) enum DaemonStatus {
 }
 
 /// The daemon's liveness answer to `get_default_active_thread_percentage`: `^\d+(\.\d+)?$`.
-fn is_percentage(line: &str) -> bool {
+pub(crate) fn is_percentage(line: &str) -> bool {
     let (whole, fraction) = match line.split_once('.') {
         Some((whole, fraction)) => (whole, Some(fraction)),
         None => (line, None),
@@ -51,11 +51,11 @@ fn server_pid_line(line: &str) -> Option<i64> {
 }
 
 /// Whether the program as spawned is the control front-end (a bare name or a path to it).
-fn is_control_program(program: &str) -> bool {
+pub(crate) fn is_control_program(program: &str) -> bool {
     program.rsplit('/').next() == Some(DAEMON_QUERY_PROGRAM)
 }
 
-fn describe_text(label: &str, text: &CapturedText) -> String {
+pub(crate) fn describe_text(label: &str, text: &CapturedText) -> String {
     let mut out = String::new();
     push_described(&mut out, label, text);
     out
@@ -147,7 +147,7 @@ fn check_probe(record: &QueryRecord, pipe_directory: &[u8]) -> Result<(), String
 
 /// Checks that the probe asked again only after transient outcomes ([`crate::retry`]): an
 /// earlier attempt that was a clear answer means the record is not what this probe writes.
-fn check_retries(record: &QueryRecord) -> Result<(), String> {
+pub(crate) fn check_retries(record: &QueryRecord) -> Result<(), String> {
     match record
         .earlier_attempts
         .iter()
@@ -184,16 +184,26 @@ pub(crate) fn status_in(
         return DaemonStatus::NotTheProbe(why);
     }
     match &record.outcome {
-        QueryOutcome::SpawnFailed { error } => DaemonStatus::SpawnFailed(error.clone()),
-        QueryOutcome::TimedOut { .. } => DaemonStatus::TimedOut {
-            timeout_ms: record.timeout_ms,
-        },
         QueryOutcome::Exited {
             code: Some(0),
             signal: _,
             stdout,
             stderr,
         } => answer(stdout, stderr),
+        _ => not_answered(words, record).unwrap_or(DaemonStatus::NotQueried),
+    }
+}
+
+/// How a query that did not exit 0 ended: not started, timed out, or exited non-zero or by a
+/// signal (with what it printed, described in `words`). `None` for an exit 0, whose output is
+/// the answer.
+pub(crate) fn not_answered(words: Vocabulary, record: &QueryRecord) -> Option<DaemonStatus> {
+    match &record.outcome {
+        QueryOutcome::SpawnFailed { error } => Some(DaemonStatus::SpawnFailed(error.clone())),
+        QueryOutcome::TimedOut { .. } => Some(DaemonStatus::TimedOut {
+            timeout_ms: record.timeout_ms,
+        }),
+        QueryOutcome::Exited { code: Some(0), .. } => None,
         QueryOutcome::Exited {
             code,
             signal,
@@ -215,7 +225,7 @@ pub(crate) fn status_in(
             if !stdout.text.is_empty() || stdout.truncated {
                 push_printed(&mut detail, words, "stdout", stdout);
             }
-            DaemonStatus::NoAnswer(detail)
+            Some(DaemonStatus::NoAnswer(detail))
         }
     }
 }

@@ -2,6 +2,7 @@
 
 mod ambient;
 mod assess;
+mod attest;
 mod code;
 mod commands;
 mod daemon;
@@ -20,8 +21,13 @@ mod unobserved;
 mod vocabulary;
 
 use assess::{Unmet, Wanted};
+pub use attest::{
+    ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS, ClientFacts,
+    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, attest,
+    parse_client_list,
+};
 pub use code::Code;
-pub use commands::{DAEMON_PROBE, ReadOnlyCommand, probe_stdin};
+pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin};
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,

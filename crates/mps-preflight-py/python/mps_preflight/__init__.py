@@ -29,6 +29,7 @@ __all__ = [
     "ManifestError",
     "Rejected",
     "SnapshotError",
+    "attest",
     "canonicalize_gpu_uuid",
     "capture",
     "check",
@@ -372,6 +373,45 @@ def visibility(mask: str | None = None, *, timeout: float = 5.0) -> str:
     message = "; ".join(errors)
     if status == 1:
         raise Rejected(message, "visibility-unresolved")
+    raise ValueError(message)
+
+
+def attest(
+    learner_pid: int, collector_pid: int, *, wait: float = 0.0, timeout: float = 5.0
+) -> dict[str, Any]:
+    """After both processes started: prove that they are clients of one MPS server of their
+    user, on this environment's pipe directory, as ``mps-preflight attest`` does (read-only
+    ``get_server_list`` and ``get_client_list <pid>``, and their ``/proc`` entries). Returns the
+    attestation (a ``dict``, the CLI's JSON). ``wait`` seconds: keep asking with a bounded
+    backoff until both are attached (clients attach at CUDA init); ``timeout``: each query's
+    deadline.
+
+    Raises:
+        Rejected: not attested; ``code`` is the first unattached process's code
+            (``not-a-client``, ``not-running``, …) and the message has one part per process.
+        ValueError: a PID that is not a positive integer, or a negative ``wait``.
+    """
+    import json
+
+    for name, pid in (("learner_pid", learner_pid), ("collector_pid", collector_pid)):
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= 2**31 - 1:
+            raise ValueError(f"{name} must be a positive integer PID, got {pid!r}")
+    if not float(wait) >= 0:
+        raise ValueError(f"wait must be at least 0 seconds, got {wait!r}")
+    argv = [
+        "mps-preflight", "attest",
+        "--learner-pid", str(learner_pid), "--collector-pid", str(collector_pid),
+        "--wait-ms", str(round(float(wait) * 1000)),
+        "--timeout-ms", str(max(1, round(float(timeout) * 1000))),
+    ]
+    status, stdout, errors = _native.run_captured(argv)
+    if status == 0:
+        result: dict[str, Any] = json.loads(stdout)
+        return result
+    message = "; ".join(errors)
+    if status == 1:
+        code = errors[0].split(":", 1)[0] if errors else ""
+        raise Rejected(message, code)
     raise ValueError(message)
 
 

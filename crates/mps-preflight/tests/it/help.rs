@@ -14,6 +14,7 @@ fn help_pages() {
         &["doctor", "--help"],
         &["merge", "--help"],
         &["test", "--help"],
+        &["attest", "--help"],
     ];
     for args in pages {
         let run = host.run(args);

@@ -7,6 +7,7 @@
     clippy::indexing_slicing
 )]
 
+mod attest;
 mod bad_input;
 mod docs;
 mod exit_codes;

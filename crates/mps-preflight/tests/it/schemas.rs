@@ -10,7 +10,7 @@ use sharing_manifest::EVIDENCE_KEYS;
 
 use crate::support::{FakeHost, MPS_REQUEST, args, fixtures_dir};
 
-const KINDS: [&str; 4] = ["snapshot", "evidence", "doctor", "merge"];
+const KINDS: [&str; 5] = ["snapshot", "evidence", "doctor", "merge", "attestation"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -24,7 +24,7 @@ fn committed(kind: &str) -> Value {
 }
 
 /// A validator of the committed schema of `kind`.
-fn validator(kind: &str) -> jsonschema::Validator {
+pub(crate) fn validator(kind: &str) -> jsonschema::Validator {
     let schema = committed(kind);
     assert_eq!(
         schema["$schema"], "https://json-schema.org/draft/2020-12/schema",

@@ -11,6 +11,7 @@
     reason = "tests read and write fixture files"
 )]
 
+mod attest;
 mod changes;
 mod details;
 mod fixtures;

@@ -1,0 +1,147 @@
+//! `observe_attest` against a fake `/proc` tree (real files: owners, states, environments) and
+//! a fake `nvidia-cuda-mps-control` that lists the tree's processes as clients (issue 12).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{fake_program, runner_in, short_tempdir};
+use mps_host::{AttestOptions, observe_attest_with};
+use sharing_policy::{AttestCode, LikelyCause, OsText, Pid, attest};
+
+const PIPE: &str = "/run/test-mps";
+
+/// `root/<pid>/{status,environ}` (`environ: None` leaves it unreadable: a directory).
+fn fake_client(root: &Path, pid: u32, uid: u32, state: &str, environ: Option<&[&str]>) {
+    let dir = root.join(pid.to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("status"),
+        format!("Name:\tpython3\nState:\t{state}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"),
+    )
+    .unwrap();
+    match environ {
+        Some(vars) => {
+            let text = vars.iter().fold(String::new(), |all, v| all + v + "\0");
+            std::fs::write(dir.join("environ"), text).unwrap();
+        }
+        None => std::fs::create_dir_all(dir.join("environ")).unwrap(),
+    }
+}
+
+/// A front-end that answers the liveness line, `servers` for `get_server_list`, and
+/// `clients` for every `get_client_list`.
+fn fake_daemon(bin: &Path, servers: &str, clients: &str) {
+    fake_program(
+        bin,
+        "nvidia-cuda-mps-control",
+        &format!(
+            "while read -r cmd arg; do case \"$cmd\" in\n\
+             get_default_active_thread_percentage) echo 100.0 ;;\n\
+             get_server_list) printf '{servers}' ;;\n\
+             get_client_list) printf '{clients}' ;;\n\
+             *) echo \"Unknown command\" ;; esac; done"
+        ),
+    );
+}
+
+fn observe(root: &Path, bin: &Path) -> sharing_policy::Attestation {
+    let options = AttestOptions {
+        proc_root: root.to_owned(),
+        timeout: Duration::from_secs(5),
+        ..AttestOptions::new(
+            Pid::new(101).unwrap(),
+            Pid::new(102).unwrap(),
+            OsText::from(PIPE),
+        )
+    };
+    let facts = observe_attest_with(&runner_in(bin), &options);
+    assert_eq!(facts.rounds, 1);
+    attest(&facts)
+}
+
+const OUR_ENV: &[&str] = &[
+    "HOME=/root",
+    "CUDA_MPS_PIPE_DIRECTORY=/run/test-mps",
+    "CUDA_VISIBLE_DEVICES=GPU-1",
+];
+
+#[test]
+fn both_clients_of_one_server_of_their_uid_are_attested() {
+    let (proc_root, bin) = (short_tempdir("mpsr"), short_tempdir("mpsb"));
+    fake_client(proc_root.path(), 101, 1000, "S (sleeping)", Some(OUR_ENV));
+    fake_client(proc_root.path(), 102, 1000, "R (running)", Some(OUR_ENV));
+    fake_client(proc_root.path(), 900, 1000, "S (sleeping)", None);
+    fake_daemon(bin.path(), "900\\n", "101\\n102\\n");
+
+    let attestation = observe(proc_root.path(), bin.path());
+
+    assert!(attestation.attested, "{attestation:#?}");
+    assert_eq!(
+        (attestation.server_pid, attestation.server_uid),
+        (Some(900), Some(1000))
+    );
+    assert_eq!(
+        attestation.learner.cuda_visible_devices.as_deref(),
+        Some("GPU-1")
+    );
+    assert_eq!(
+        attestation.learner.pipe_directory_env.as_deref(),
+        Some(PIPE)
+    );
+}
+
+#[test]
+fn owners_states_and_environments_come_from_the_tree() {
+    let (proc_root, bin) = (short_tempdir("mpsr"), short_tempdir("mpsb"));
+    // The server runs as root; the learner as 1000 with another pipe directory; the collector
+    // has exited (a zombie).
+    fake_client(
+        proc_root.path(),
+        101,
+        1000,
+        "S (sleeping)",
+        Some(&["CUDA_MPS_PIPE_DIRECTORY=/elsewhere"]),
+    );
+    fake_client(proc_root.path(), 102, 0, "Z (zombie)", Some(OUR_ENV));
+    fake_client(proc_root.path(), 900, 0, "S (sleeping)", None);
+    fake_daemon(bin.path(), "900\\n", "");
+
+    let attestation = observe(proc_root.path(), bin.path());
+
+    assert!(!attestation.attested);
+    assert_eq!(attestation.learner.code, AttestCode::NotAClient);
+    assert_eq!(
+        attestation.learner.likely_cause,
+        Some(LikelyCause::OtherPipeDirectory)
+    );
+    assert_eq!(attestation.learner.uid, Some(1000));
+    assert_eq!(attestation.collector.code, AttestCode::NotRunning);
+}
+
+#[test]
+fn a_server_of_another_uid_and_an_unreadable_environment() {
+    let (proc_root, bin) = (short_tempdir("mpsr"), short_tempdir("mpsb"));
+    fake_client(proc_root.path(), 101, 1000, "S (sleeping)", None);
+    fake_client(proc_root.path(), 102, 1000, "S (sleeping)", Some(OUR_ENV));
+    fake_client(proc_root.path(), 900, 0, "S (sleeping)", None);
+    fake_daemon(bin.path(), "900\\n", "101 102");
+
+    let attestation = observe(proc_root.path(), bin.path());
+
+    assert_eq!(attestation.learner.code, AttestCode::ServerOfAnotherUser);
+    assert!(!attestation.learner.environ_read);
+    assert_eq!(attestation.collector.code, AttestCode::ServerOfAnotherUser);
+    // A PID with no entry at all is not running.
+    std::fs::remove_dir_all(proc_root.path().join("102")).unwrap();
+    let attestation = observe(proc_root.path(), bin.path());
+    assert_eq!(attestation.collector.code, AttestCode::NotRunning);
+}

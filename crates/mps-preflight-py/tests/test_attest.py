@@ -1,0 +1,89 @@
+"""`mps_preflight.attest` (issue 12): a fake `nvidia-cuda-mps-control` lists the PIDs of real
+processes started here with `subprocess.Popen`, as a launcher starts the learner and collector."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import mps_preflight
+from conftest import FakeHost
+
+#: Answers the liveness line, the server list in `state/servers`, and each server's client list
+#: in `state/clients.<pid>` (none: `Server <pid> not found`).
+FAKE_DAEMON = """S='{state}'
+while read -r cmd arg; do
+  case "$cmd" in
+    get_default_active_thread_percentage) echo 100.0 ;;
+    get_server_list) [ -f "$S/servers" ] && while read -r l; do echo "$l"; done < "$S/servers" ;;
+    get_client_list) if [ -f "$S/clients.$arg" ]; then while read -r l; do echo "$l"; done < "$S/clients.$arg"; else echo "Server $arg not found"; fi ;;
+  esac
+done
+exit 0"""
+
+
+@pytest.fixture
+def processes(host: FakeHost) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The learner, the collector and a server: real processes, their CUDA pointed at the host."""
+    env = {"CUDA_MPS_PIPE_DIRECTORY": str(host.pipe)}
+    started = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+        for _ in range(3)
+    ]
+    state = host.root / "state"
+    state.mkdir()
+    host.script("nvidia-cuda-mps-control", FAKE_DAEMON.format(state=state))
+    yield started
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def test_attached_processes_are_attested(host: FakeHost, processes: list) -> None:
+    learner, collector, server = processes
+    (host.root / "state" / "servers").write_text(f"{server.pid}\n")
+    (host.root / "state" / f"clients.{server.pid}").write_text(f"{learner.pid}\n{collector.pid}\n")
+    attestation = mps_preflight.attest(learner.pid, collector.pid)
+    assert attestation["attested"] is True
+    assert attestation["server_pid"] == server.pid
+    assert attestation["learner"]["code"] == "attached"
+
+
+def test_wait_covers_a_delayed_attach(host: FakeHost, processes: list) -> None:
+    learner, collector, server = processes
+    state = host.root / "state"
+
+    def attach() -> None:
+        time.sleep(0.3)
+        (state / f"clients.{server.pid}").write_text(f"{learner.pid} {collector.pid}\n")
+        (state / "servers").write_text(f"{server.pid}\n")
+
+    thread = threading.Thread(target=attach)
+    thread.start()
+    attestation = mps_preflight.attest(learner.pid, collector.pid, wait=10.0)
+    thread.join()
+    assert attestation["attested"] is True and attestation["rounds"] > 1
+
+
+def test_not_attached_is_rejected_with_a_code(host: FakeHost, processes: list) -> None:
+    learner, collector, _ = processes
+    with pytest.raises(mps_preflight.Rejected) as raised:
+        mps_preflight.attest(learner.pid, collector.pid, wait=0.2)
+    assert raised.value.code == "not-a-client"
+    assert "no MPS server is running" in str(raised.value)
+    collector.kill()
+    collector.wait()
+    with pytest.raises(mps_preflight.Rejected) as raised:
+        mps_preflight.attest(learner.pid, collector.pid, wait=5.0)
+    assert "not-running" in str(raised.value)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2**31, "12"])
+def test_pids_are_positive_integers(bad: object) -> None:
+    with pytest.raises(ValueError):
+        mps_preflight.attest(bad, 1)  # type: ignore[arg-type]

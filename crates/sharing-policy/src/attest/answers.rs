@@ -1,0 +1,176 @@
+//! Reading the daemon's answers strictly. The format of `get_client_list` with live clients is
+//! not established (docs/cli.md, "attest"): client PIDs, whitespace or line separated, and
+//! `Server <pid> not found` are read; anything else is unproven, with the raw text kept.
+
+use crate::daemon::{self, DaemonStatus, describe_text, is_percentage};
+use crate::served::server_pids;
+use crate::text::repr;
+use crate::{
+    CapturedText, DAEMON_QUERY_PROGRAM, Pid, QueryOutcome, QueryRecord, Vocabulary, client_query,
+    probe_stdin,
+};
+
+use super::AttestCode;
+
+/// Why an answer proves nothing: the daemon did not answer, or answered in an unknown format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unproven {
+    /// [`AttestCode::DaemonDidNotAnswer`] or [`AttestCode::AnswerUnrecognized`].
+    pub(crate) code: AttestCode,
+    /// What was seen, for the message.
+    pub(crate) detail: String,
+}
+
+impl Unproven {
+    fn no_answer(detail: String) -> Self {
+        Self {
+            code: AttestCode::DaemonDidNotAnswer,
+            detail,
+        }
+    }
+
+    fn unrecognized(detail: String) -> Self {
+        Self {
+            code: AttestCode::AnswerUnrecognized,
+            detail,
+        }
+    }
+}
+
+/// The server PIDs of the server query (the probe's own query, read by the probe's rules).
+pub(crate) fn servers(
+    record: Option<&QueryRecord>,
+    pipe_directory: &[u8],
+) -> Result<Vec<i64>, Unproven> {
+    match daemon::status_in(Vocabulary::Cli, record, pipe_directory) {
+        DaemonStatus::Live { .. } => Ok(server_pids(record, pipe_directory)),
+        other => Err(from_status(other, "get_server_list")),
+    }
+}
+
+fn from_status(status: DaemonStatus, asked: &str) -> Unproven {
+    match status {
+        DaemonStatus::Live { .. } => Unproven::unrecognized(format!("`{asked}` was judged twice")),
+        DaemonStatus::NotQueried => Unproven::no_answer(format!("`{asked}` was not asked")),
+        DaemonStatus::SpawnFailed(error) => Unproven::no_answer(format!(
+            "{DAEMON_QUERY_PROGRAM} could not be started for `{asked}`: {error}"
+        )),
+        DaemonStatus::TimedOut { timeout_ms } => Unproven::no_answer(format!(
+            "`{asked}` got no answer within its {timeout_ms} ms deadline (a frozen or busy daemon)"
+        )),
+        DaemonStatus::NoAnswer(detail) => Unproven::no_answer(format!("`{asked}`: {detail}")),
+        DaemonStatus::Unrecognized(detail) | DaemonStatus::NotTheProbe(detail) => {
+            Unproven::unrecognized(format!("`{asked}`: {detail}"))
+        }
+    }
+}
+
+/// The client PIDs of one server's client query. A server that ended between the two queries
+/// (`Server <pid> not found`) has no clients.
+pub(crate) fn clients(
+    record: &QueryRecord,
+    server: i64,
+    pipe_directory: &[u8],
+) -> Result<Vec<i64>, Unproven> {
+    let Some(pid) = Pid::new(server) else {
+        return Err(Unproven::unrecognized(format!(
+            "server PID {server} is not a PID"
+        )));
+    };
+    let asked = format!("get_client_list {pid}");
+    check_client_query(record, pid, pipe_directory).map_err(Unproven::unrecognized)?;
+    // attest is the command line's (and the native Python API's): their words.
+    if let Some(status) = daemon::not_answered(Vocabulary::Cli, record) {
+        return Err(from_status(status, &asked));
+    }
+    let QueryOutcome::Exited { stdout, stderr, .. } = &record.outcome else {
+        return Err(Unproven::no_answer(format!("`{asked}` did not exit")));
+    };
+    client_answer(stdout, stderr, pid).map_err(|why| {
+        Unproven::unrecognized(format!(
+            "`{asked}`: {why}: {}, {}",
+            describe_text("stdout", stdout),
+            describe_text("stderr", stderr)
+        ))
+    })
+}
+
+/// The record is the client query this crate builds for `server`, on `pipe_directory`.
+fn check_client_query(
+    record: &QueryRecord,
+    server: Pid,
+    pipe_directory: &[u8],
+) -> Result<(), String> {
+    let expected = probe_stdin(&client_query(server));
+    if !daemon::is_control_program(&record.program)
+        || !record.args.is_empty()
+        || record.stdin != expected
+    {
+        return Err(format!(
+            "the client query ran {} with arguments {:?} and stdin {}, not {DAEMON_QUERY_PROGRAM} with stdin {}",
+            repr(&record.program),
+            record.args,
+            repr(&record.stdin),
+            repr(&expected)
+        ));
+    }
+    match record.env.get("CUDA_MPS_PIPE_DIRECTORY") {
+        Some(dir) if dir.as_bytes() == pipe_directory => daemon::check_retries(record),
+        _ => Err(format!(
+            "the client query of server {server} did not name the pipe directory {}",
+            repr(&String::from_utf8_lossy(pipe_directory))
+        )),
+    }
+}
+
+/// `100.0\n`, then the client PIDs (whitespace or line separated) or `Server <pid> not found`.
+fn client_answer(
+    stdout: &CapturedText,
+    stderr: &CapturedText,
+    server: Pid,
+) -> Result<Vec<i64>, &'static str> {
+    if stdout.truncated || stderr.truncated {
+        return Err("the output was cut short");
+    }
+    if stdout.non_utf8 || stderr.non_utf8 {
+        return Err("the output is not UTF-8");
+    }
+    if !stderr.text.is_empty() {
+        return Err("exit 0 with a message on stderr");
+    }
+    let Some((first, rest)) = stdout.text.split_once('\n') else {
+        return Err("expected the active-thread percentage line, then the client PIDs");
+    };
+    if !is_percentage(first) {
+        return Err("expected the active-thread percentage line, then the client PIDs");
+    }
+    parse_client_list(rest, server)
+}
+
+/// The client PIDs of a `get_client_list <server>` answer: PIDs separated by whitespace or
+/// newlines (none at all: no clients), or `Server <server> not found` (the server has ended).
+///
+/// ```
+/// use sharing_policy::{Pid, parse_client_list};
+///
+/// let server = Pid::new(4428).unwrap();
+/// assert_eq!(parse_client_list("4267\n4281\n", server), Ok(vec![4267, 4281]));
+/// assert_eq!(parse_client_list("4267 4281", server), Ok(vec![4267, 4281]));
+/// assert_eq!(parse_client_list("", server), Ok(vec![]));
+/// assert_eq!(parse_client_list("Server 4428 not found\n", server), Ok(vec![]));
+/// assert!(parse_client_list("Server 9 not found\n", server).is_err());
+/// assert!(parse_client_list("PID 4267\n", server).is_err());
+/// ```
+///
+/// # Errors
+/// Anything else: the format is not recognised, and nothing is proven from it.
+pub fn parse_client_list(text: &str, server: Pid) -> Result<Vec<i64>, &'static str> {
+    let gone = format!("Server {server} not found");
+    if text.strip_suffix('\n').unwrap_or(text) == gone {
+        return Ok(Vec::new());
+    }
+    text.split_ascii_whitespace()
+        .map(|token| Pid::parse(token).map(Pid::get))
+        .collect::<Option<Vec<i64>>>()
+        .ok_or("expected client PIDs separated by whitespace, or `Server <pid> not found`")
+}

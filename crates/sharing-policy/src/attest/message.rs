@@ -1,0 +1,162 @@
+//! What each code says: what was found, in words a launcher can act on, and what to do.
+
+use crate::text::repr;
+
+use super::{
+    AttestCode, AttestFacts, ClientFacts, LikelyCause, ProcessAttestation, Role, server_uid,
+};
+
+/// Everything a message may name.
+pub(super) struct Subject<'a> {
+    pub(super) role: Role,
+    pub(super) client: &'a ClientFacts,
+    pub(super) verdict: &'a ProcessAttestation,
+    pub(super) facts: &'a AttestFacts,
+    /// Why the daemon's answers prove nothing (daemon-did-not-answer, answer-unrecognized).
+    pub(super) seen_detail: Option<&'a str>,
+    /// The server listing the other process.
+    pub(super) other_server: Option<i64>,
+}
+
+/// The message of a process that is not attached.
+pub(super) fn render(subject: &Subject<'_>) -> String {
+    let who = format!("the {} (PID {})", subject.role.as_str(), subject.client.pid);
+    let dir = repr(&subject.facts.pipe_directory.to_string_lossy());
+    let verdict = subject.verdict;
+    let server = verdict.server_pid.unwrap_or_default();
+    let detail = subject.seen_detail.unwrap_or("no detail");
+    match verdict.code {
+        AttestCode::Attached => format!("{who} is attached to MPS server {server}"),
+        AttestCode::NotRunning => format!(
+            "{who} is not running{}: it exited or was never started with this PID; read its log, start it again, then attest its new PID",
+            if subject
+                .client
+                .state
+                .as_deref()
+                .is_some_and(|s| s.starts_with('Z'))
+            {
+                " (it has exited and waits to be reaped)"
+            } else {
+                ""
+            }
+        ),
+        AttestCode::ProcessUnobservable => format!(
+            "whether {who} runs cannot be told: {}; run attest in the job's PID namespace (not in another container) and where /proc is not mounted with hidepid",
+            errors(subject.client)
+        ),
+        AttestCode::ClientOfAnotherServer => format!(
+            "{who} is a client of MPS server {server}, but the {} is a client of server {}: both must be clients of one server; start both as the same user with CUDA_MPS_PIPE_DIRECTORY={dir}",
+            other(subject.role).as_str(),
+            subject
+                .other_server
+                .map_or_else(|| "?".to_owned(), |s| s.to_string()),
+        ),
+        AttestCode::NotAClient => not_a_client(subject, &who, &dir),
+        AttestCode::ServerOfAnotherUser => format!(
+            "{who} is listed by MPS server {server}, which runs as UID {}, not as its UID {}: a server serves one user; run the learner and the collector as one user",
+            server_uid(subject.facts, server).map_or_else(|| "?".to_owned(), |u| u.to_string()),
+            verdict
+                .uid
+                .map_or_else(|| "?".to_owned(), |u| u.to_string()),
+        ),
+        AttestCode::UidUnproven => format!(
+            "{who} is listed by MPS server {server}, but {} could not be read ({}): run attest as root or as the job's user",
+            if verdict.uid.is_none() {
+                "its UID"
+            } else {
+                "the server's UID"
+            },
+            if verdict.uid.is_none() {
+                errors(subject.client)
+            } else {
+                format!("/proc/{server}/status")
+            },
+        ),
+        AttestCode::DaemonDidNotAnswer => format!(
+            "could not ask the control daemon on {dir} whether {who} is its client: {detail}; check the daemon with `mps-preflight doctor`, then attest again"
+        ),
+        AttestCode::AnswerUnrecognized => format!(
+            "{who} is unproven, not attested: the control daemon on {dir} answered in a format this version does not recognise ({detail}); keep the answer (`attest --save-snapshot FILE`) and report it with the driver version"
+        ),
+    }
+}
+
+fn not_a_client(subject: &Subject<'_>, who: &str, dir: &str) -> String {
+    let head = format!("{who} is not a client of any MPS server on {dir}");
+    let restart = format!("restart it with CUDA_MPS_PIPE_DIRECTORY={dir}");
+    match subject.verdict.likely_cause {
+        Some(LikelyCause::OtherPipeDirectory) => format!(
+            "{head}: its environment names another pipe directory, {}, so its CUDA reached another daemon or none; {restart}",
+            match subject.verdict.pipe_directory_env.as_deref() {
+                Some(dir) if !dir.is_empty() => format!("CUDA_MPS_PIPE_DIRECTORY={}", repr(dir)),
+                _ => format!(
+                    "the default {} (CUDA_MPS_PIPE_DIRECTORY unset or empty)",
+                    repr(crate::DEFAULT_PIPE_DIRECTORY)
+                ),
+            }
+        ),
+        Some(LikelyCause::NoServerRunning) => format!(
+            "{head}: no MPS server is running, so it has not initialised CUDA yet, or it connected without MPS (another pipe directory, started before the daemon, or no pipe mount in its container); attest again once it has initialised CUDA (`--wait-ms 30000`), else {restart}"
+        ),
+        Some(LikelyCause::UidDiffersFromServer) => format!(
+            "{head}: its UID {} differs from the UID of every running server ({}); without multi-user mode the daemon queues a client of another user until that server exits; run the learner and the collector as the server's user, or let that server's clients finish",
+            subject.verdict.uid.unwrap_or_default(),
+            owners(subject.facts)
+        ),
+        None => format!(
+            "{head}: no server lists it (servers {:?}){}; it has not initialised CUDA yet or runs without MPS; attest again with `--wait-ms`, else {restart}",
+            subject
+                .facts
+                .servers
+                .iter()
+                .map(|s| s.pid)
+                .collect::<Vec<_>>(),
+            if subject.verdict.environ_read {
+                ""
+            } else {
+                ", and its environment could not be read (run attest as its user or root to see its pipe directory)"
+            }
+        ),
+    }
+}
+
+fn other(role: Role) -> Role {
+    match role {
+        Role::Learner => Role::Collector,
+        Role::Collector => Role::Learner,
+    }
+}
+
+fn owners(facts: &AttestFacts) -> String {
+    facts
+        .servers
+        .iter()
+        .map(|s| match server_uid(facts, s.pid) {
+            Some(uid) => format!("server {} as UID {uid}", s.pid),
+            None => format!("server {} as an unknown UID", s.pid),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn errors(client: &ClientFacts) -> String {
+    if client.errors.is_empty() {
+        return format!("/proc/{} showed no status", client.pid);
+    }
+    client
+        .errors
+        .iter()
+        .map(|(file, error)| format!("/proc/{}/{file}: {error}", client.pid))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// For a process without a message (never produced by [`super::attest`]).
+pub(super) fn fallback(role: Role, pid: i64) -> String {
+    format!("the {} (PID {pid}) is not attached", role.as_str())
+}
+
+/// For a not-attested verdict whose processes are both attached (never produced).
+pub(super) fn inconsistent() -> String {
+    "the learner and the collector are not clients of one server".to_owned()
+}

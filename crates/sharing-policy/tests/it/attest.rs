@@ -1,0 +1,323 @@
+//! `attest` (issue 12): one snapshot per code, the strict client-list parser, and the rule
+//! that attested implies both PIDs were listed under one server of their UID.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use sharing_policy::{
+    ATTEST_SCHEMA, AttestCode, AttestFacts, CapturedText, ClientFacts, DAEMON_PROBE, LikelyCause,
+    OsText, Pid, PipeDirectorySource, ProcessFacts, QueryOutcome, QueryRecord, ServerFacts, attest,
+    client_query, parse_client_list, probe_stdin,
+};
+
+const DIR: &str = "/tmp/nvidia-mps";
+const LEARNER: i64 = 4267;
+const COLLECTOR: i64 = 4281;
+
+fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
+    QueryOutcome::Exited {
+        code: Some(code),
+        signal: None,
+        stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
+        stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
+    }
+}
+
+fn record(stdin: String, outcome: QueryOutcome) -> QueryRecord {
+    QueryRecord {
+        program: "nvidia-cuda-mps-control".to_owned(),
+        args: vec![],
+        stdin,
+        env: BTreeMap::from([("CUDA_MPS_PIPE_DIRECTORY".to_owned(), OsText::from(DIR))]),
+        env_removed: vec!["CUDA_MPS_PROTOCOL_VERSION".to_owned()],
+        timeout_ms: 5000,
+        elapsed_ms: 2,
+        outcome,
+        earlier_attempts: vec![],
+    }
+}
+
+fn uid_line(uid: u32) -> String {
+    format!("{uid}\t{uid}\t{uid}\t{uid}")
+}
+
+fn client(pid: i64, uid: u32, dir: Option<&str>) -> ClientFacts {
+    let mut environ = BTreeMap::new();
+    if let Some(dir) = dir {
+        environ.insert("CUDA_MPS_PIPE_DIRECTORY".to_owned(), OsText::from(dir));
+    }
+    ClientFacts {
+        exists: Some(true),
+        state: Some("S (sleeping)".to_owned()),
+        status_uid: Some(uid_line(uid)),
+        environ: Some(environ),
+        ..ClientFacts::new(pid)
+    }
+}
+
+fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
+    let stdin = probe_stdin(&client_query(Pid::new(pid).unwrap()));
+    ServerFacts {
+        pid,
+        client_query: record(stdin, exited(0, &format!("100.0\n{clients}"), "")),
+        process: ProcessFacts {
+            status_uid: Some(uid_line(uid)),
+            ..ProcessFacts::new(pid)
+        },
+    }
+}
+
+/// A host where both processes (UID 1000) are clients of server 4428 (UID 1000).
+fn healthy() -> AttestFacts {
+    with_servers(vec![server(4428, 1000, "4267\n4281\n")])
+}
+
+fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
+    let list = servers
+        .iter()
+        .fold(String::new(), |all, s| all + &s.pid.to_string() + "\n");
+    AttestFacts {
+        schema: ATTEST_SCHEMA.to_owned(),
+        os: "linux".to_owned(),
+        pipe_directory: OsText::from(DIR),
+        pipe_directory_source: PipeDirectorySource::Environment,
+        caller: None,
+        learner: client(LEARNER, 1000, Some(DIR)),
+        collector: client(COLLECTOR, 1000, Some(DIR)),
+        server_query: Some(record(
+            probe_stdin(&DAEMON_PROBE),
+            exited(0, &format!("100.0\n{list}"), ""),
+        )),
+        servers,
+        wait_ms: 0,
+        rounds: 1,
+        elapsed_ms: 3,
+        host_name: None,
+    }
+}
+
+/// One scenario per code (and per likely cause), each named.
+fn scenarios() -> Vec<(&'static str, AttestFacts)> {
+    let mut out = vec![("attested", healthy())];
+    let mut gone = healthy();
+    gone.collector.exists = Some(false);
+    gone.collector.state = None;
+    out.push(("not-running", gone));
+    let mut zombie = healthy();
+    zombie.learner.state = Some("Z (zombie)".to_owned());
+    out.push(("not-running zombie", zombie));
+    let mut hidden = healthy();
+    hidden.learner = ClientFacts::new(LEARNER);
+    hidden.learner.errors.insert(
+        "entry".to_owned(),
+        "Permission denied (os error 13)".to_owned(),
+    );
+    out.push(("process-unobservable", hidden));
+    out.push((
+        "client-of-another-server",
+        with_servers(vec![
+            server(4428, 1000, "4267\n"),
+            server(4511, 1000, "4281\n"),
+        ]),
+    ));
+    out.push(("not-a-client no server", with_servers(vec![])));
+    let mut other_dir = with_servers(vec![server(4428, 1000, "4281\n")]);
+    other_dir.learner = client(LEARNER, 1000, Some("/run/other-mps"));
+    out.push(("not-a-client other pipe directory", other_dir));
+    let mut other_uid = with_servers(vec![server(4428, 0, "")]);
+    other_uid.collector = client(COLLECTOR, 0, Some(DIR));
+    out.push(("not-a-client uid differs", other_uid));
+    let mut no_cause = with_servers(vec![server(4428, 1000, "4281\n")]);
+    no_cause.learner.environ = None;
+    no_cause.learner.errors.insert(
+        "environ".to_owned(),
+        "Permission denied (os error 13)".to_owned(),
+    );
+    out.push(("not-a-client no cause", no_cause));
+    out.push((
+        "server-of-another-user",
+        with_servers(vec![server(4428, 0, "4267 4281")]),
+    ));
+    let mut unknown_uid = healthy();
+    unknown_uid.servers[0].process.status_uid = None;
+    out.push(("uid-unproven", unknown_uid));
+    let mut no_daemon = healthy();
+    no_daemon.server_query = Some(record(
+        probe_stdin(&DAEMON_PROBE),
+        exited(1, "", "Cannot find MPS control daemon process\n"),
+    ));
+    no_daemon.servers.clear();
+    out.push(("daemon-did-not-answer", no_daemon));
+    let mut hung = healthy();
+    hung.servers[0].client_query.outcome = QueryOutcome::TimedOut {
+        stdout: CapturedText::default(),
+        stderr: CapturedText::default(),
+    };
+    out.push(("daemon-did-not-answer timeout", hung));
+    out.push((
+        "answer-unrecognized",
+        with_servers(vec![server(4428, 1000, "PID 4267 ctx 0\nPID 4281 ctx 1\n")]),
+    ));
+    out
+}
+
+#[test]
+fn every_code_is_snapshotted() {
+    let mut seen = Vec::new();
+    for (name, facts) in scenarios() {
+        let attestation = attest(&facts);
+        seen.push(attestation.learner.code);
+        seen.push(attestation.collector.code);
+        let text = format!(
+            "{}\n--- errors\n{}\n",
+            serde_json::to_string_pretty(&attestation).unwrap(),
+            attestation.error_lines().join("\n")
+        );
+        insta::assert_snapshot!(format!("attest {name}"), text);
+    }
+    for code in AttestCode::ALL {
+        assert!(seen.contains(&code), "no scenario for {code:?}");
+    }
+}
+
+#[test]
+fn likely_causes_and_polling() {
+    let causes: Vec<Option<LikelyCause>> = scenarios()
+        .iter()
+        .map(|(_, facts)| attest(facts).learner.likely_cause)
+        .collect();
+    for cause in [
+        LikelyCause::NoServerRunning,
+        LikelyCause::OtherPipeDirectory,
+        LikelyCause::UidDiffersFromServer,
+    ] {
+        assert!(
+            causes.contains(&Some(cause))
+                || scenarios()
+                    .iter()
+                    .any(|(_, f)| attest(f).collector.likely_cause == Some(cause)),
+            "{cause:?}"
+        );
+    }
+    assert!(attest(&with_servers(vec![])).worth_waiting());
+    assert!(!attest(&healthy()).worth_waiting());
+    for (name, facts) in scenarios() {
+        let attestation = attest(&facts);
+        let only_not_a_client = attestation
+            .problems()
+            .all(|(_, p)| p.code == AttestCode::NotAClient);
+        assert_eq!(
+            attestation.worth_waiting(),
+            !attestation.attested && only_not_a_client,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn client_lists_are_parsed_strictly() {
+    let server = Pid::new(4428).unwrap();
+    for (text, expected) in [
+        ("", Some(vec![])),
+        ("\n", Some(vec![])),
+        ("4267\n", Some(vec![4267])),
+        ("4267\n4281\n", Some(vec![4267, 4281])),
+        ("4267 4281", Some(vec![4267, 4281])),
+        ("4267\t4281\n", Some(vec![4267, 4281])),
+        ("Server 4428 not found\n", Some(vec![])),
+        ("Server 4428 not found", Some(vec![])),
+        ("Server 4429 not found\n", None),
+        ("0\n", None),
+        ("-4267\n", None),
+        ("+4267\n", None),
+        ("4267,4281\n", None),
+        ("PID 4267\n", None),
+        ("Unknown command \"get_client_list\"\n", None),
+        ("99999999999\n", None),
+    ] {
+        assert_eq!(parse_client_list(text, server).ok(), expected, "{text:?}");
+    }
+}
+
+#[test]
+fn a_client_query_for_another_server_or_directory_is_unproven() {
+    let mut facts = healthy();
+    facts.servers[0].client_query.stdin = "get_client_list 1\n".to_owned();
+    assert_eq!(attest(&facts).learner.code, AttestCode::AnswerUnrecognized);
+    let mut facts = healthy();
+    facts.servers[0].client_query.env.clear();
+    assert_eq!(attest(&facts).learner.code, AttestCode::AnswerUnrecognized);
+    let mut facts = healthy();
+    facts.servers[0].client_query.args = vec!["get_client_list".to_owned()];
+    assert_eq!(attest(&facts).learner.code, AttestCode::AnswerUnrecognized);
+    let mut facts = healthy();
+    facts.servers.clear();
+    assert_eq!(attest(&facts).learner.code, AttestCode::DaemonDidNotAnswer);
+}
+
+fn arb_facts() -> impl Strategy<Value = AttestFacts> {
+    let pid = prop_oneof![Just(LEARNER), Just(COLLECTOR), 1_i64..6];
+    let clients = prop::collection::vec(pid, 0..4);
+    let answer = prop_oneof![
+        4 => clients.prop_map(|pids| pids.iter().fold(String::new(), |all, p| all + &p.to_string() + "\n")),
+        1 => Just("garbage\n".to_owned()),
+    ];
+    let one_server = (1_i64..4, 0_u32..2, answer);
+    (
+        prop::collection::vec(one_server, 0..4),
+        0_u32..2,
+        0_u32..2,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(servers, learner_uid, collector_uid, learner_alive, dir_ok)| {
+                let mut unique: Vec<ServerFacts> = Vec::new();
+                for (pid, uid, clients) in servers {
+                    if unique.iter().all(|s| s.pid != 4000 + pid) {
+                        unique.push(server(4000 + pid, uid, &clients));
+                    }
+                }
+                let mut facts = with_servers(unique);
+                facts.learner = client(LEARNER, learner_uid, Some(if dir_ok { DIR } else { "/x" }));
+                facts.collector = client(COLLECTOR, collector_uid, None);
+                if !learner_alive {
+                    facts.learner.state = Some("Z (zombie)".to_owned());
+                }
+                facts
+            },
+        )
+}
+
+/// Whether `pid` appears among the whitespace-separated tokens of a server's client answer.
+fn listed(server: &ServerFacts, pid: i64) -> bool {
+    match &server.client_query.outcome {
+        QueryOutcome::Exited { stdout, .. } => stdout
+            .text
+            .split_ascii_whitespace()
+            .skip(1)
+            .any(|token| token == pid.to_string()),
+        _ => false,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn attested_implies_both_listed_under_one_server_of_their_uid(facts in arb_facts()) {
+        let attestation = attest(&facts);
+        if attestation.attested {
+            let server = attestation.server_pid.unwrap();
+            let facts_of = facts.servers.iter().find(|s| s.pid == server).unwrap();
+            prop_assert!(listed(facts_of, LEARNER) && listed(facts_of, COLLECTOR));
+            let uid = |line: &Option<String>| line.as_deref().and_then(|l| l.split('\t').nth(1)).map(str::to_owned);
+            prop_assert_eq!(uid(&facts_of.process.status_uid), uid(&facts.learner.status_uid));
+            prop_assert_eq!(uid(&facts_of.process.status_uid), uid(&facts.collector.status_uid));
+            prop_assert_eq!(attestation.server_uid, attestation.learner.uid);
+            prop_assert!(attestation.error_lines().is_empty());
+        } else {
+            prop_assert!(!attestation.error_lines().is_empty());
+        }
+    }
+}

@@ -234,7 +234,11 @@ def test_resolve_mps_visibility_entries_through_a_run_command(host: FakeHost) ->
     with pytest.raises(ValueError, match="has no host UUID") as caught:
         compat.resolve_mps_visibility_entries(["1"], run_command=one)
     host.gpus(ROW0)
-    assert str(caught.value) == host.cli("visibility", "--devices", "1").error()
+    # The reference's function reads a mask, not the CLI's --devices, so its words are those of
+    # the CLI reading CUDA_VISIBLE_DEVICES.
+    host.env["CUDA_VISIBLE_DEVICES"] = "1"
+    assert str(caught.value) == host.cli("visibility").error()
+    del host.env["CUDA_VISIBLE_DEVICES"]
     with pytest.raises(ValueError, match="the table is unavailable"):
         compat.resolve_mps_visibility_entries(["0"], run_command=FakeRun())
     mixed = (

@@ -19,6 +19,33 @@ const CARGO_FILES: &[&str] = &[
     ".cargo_vcs_info.json",
 ];
 
+/// Cargo unpacks the local registry's packages into `$CARGO_HOME/registry/src/<hash>/` once and
+/// reuses them by name and version, so a second `cargo package` of the same unpublished 0.1.0
+/// from the same checkout path verifies against the first run's sources. Removing those copies
+/// (never crates.io's) makes each run verify what it just packaged.
+fn forget_unpacked_local_packages(publishable: &[(String, String)]) {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")));
+    let Some(sources) = home.map(|home| home.join("registry").join("src")) else {
+        return;
+    };
+    let Ok(registries) = std::fs::read_dir(&sources) else {
+        return;
+    };
+    for registry in registries.flatten() {
+        if registry.file_name().to_string_lossy().starts_with("index.crates.io") {
+            continue;
+        }
+        for (name, version) in publishable {
+            let unpacked = registry.path().join(format!("{name}-{version}"));
+            if unpacked.is_dir() && std::fs::remove_dir_all(&unpacked).is_ok() {
+                eprintln!("xtask: removed the stale unpacked {}", unpacked.display());
+            }
+        }
+    }
+}
+
 pub(crate) fn run() -> Result<(), String> {
     let metadata = super::layers::cargo_metadata()?;
     let (publishable, unpublished) = split_by_publish(&metadata);
@@ -35,6 +62,7 @@ pub(crate) fn run() -> Result<(), String> {
         // A developer's uncommitted edits; CI runs on a clean clone.
         args.push("--allow-dirty");
     }
+    forget_unpacked_local_packages(&publishable);
     super::cargo(&args, &[])?;
     let package_dir = target_directory(&metadata)?.join("package");
     let mut problems = Vec::new();

@@ -63,8 +63,15 @@ pub(crate) fn run() -> Result<(), String> {
         args.push("--allow-dirty");
     }
     forget_unpacked_local_packages(&publishable);
-    super::cargo(&args, &[])?;
-    let package_dir = target_directory(&metadata)?.join("package");
+    // Cargo never rebuilds a registry package it built before under the same name and version,
+    // so the verify builds in a target directory of its own, emptied first: an unpublished
+    // 0.1.0 changes without a version bump.
+    let target = target_directory(&metadata)?;
+    let verify_target = target.join("xtask-package");
+    let _ = std::fs::remove_dir_all(&verify_target);
+    let verify_target_text = verify_target.to_string_lossy().into_owned();
+    super::cargo(&args, &[("CARGO_TARGET_DIR", verify_target_text.as_str())])?;
+    let package_dir = verify_target.join("package");
     let mut problems = Vec::new();
     for (name, version) in &publishable {
         let file = package_dir.join(format!("{name}-{version}.crate"));

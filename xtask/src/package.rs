@@ -34,7 +34,11 @@ fn forget_unpacked_local_packages(publishable: &[(String, String)]) {
         return;
     };
     for registry in registries.flatten() {
-        if registry.file_name().to_string_lossy().starts_with("index.crates.io") {
+        if registry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("index.crates.io")
+        {
             continue;
         }
         for (name, version) in publishable {

@@ -67,8 +67,16 @@ fn observe(
                     .map_err(|_| PyRuntimeError::new_err("the host observation panicked"));
             }
             if let Err(interrupt) = py.check_signals() {
-                drop(mps_host::stop_all_queries(REAP_GRACE));
-                let _ = py.detach(|| observation.join());
+                // Kill again until the observation ends: a query whose child started just
+                // before the signal may register only after the first kill, and a later step
+                // may start another one.
+                let _ = py.detach(|| {
+                    while !observation.is_finished() {
+                        drop(mps_host::stop_all_queries(REAP_GRACE));
+                        std::thread::sleep(SIGNAL_POLL / 10);
+                    }
+                    observation.join()
+                });
                 return Err(interrupt);
             }
         }

@@ -113,8 +113,11 @@ def test_ctrl_c_ends_the_console_command_as_it_ends_the_binary(host: FakeHost) -
 
 
 _PROBE_UNTIL_INTERRUPTED = """
-import sys, time
+import signal, sys, time
 import mps_preflight
+# A shell's background job starts with SIGINT ignored, and Python then keeps it ignored: the
+# test needs the handler an interactive Ctrl-C meets.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 started = time.monotonic()
 try:
     mps_preflight.probe("mps", "cuda:0", "cuda:0", backend="mjwarp", timeout=20.0)

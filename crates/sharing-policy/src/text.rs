@@ -37,19 +37,7 @@ fn push_escaped_repr(out: &mut String, value: &str) {
     out.push(quote);
     // Runs of characters that need no escape are copied whole.
     let needs_escape = |c: char| c == quote || c == '\\' || c.is_control();
-    let mut rest = value;
-    while let Some((plain, tail)) = rest
-        .find(needs_escape)
-        .and_then(|at| rest.split_at_checked(at))
-    {
-        out.push_str(plain);
-        let mut chars = tail.chars();
-        if let Some(ch) = chars.next() {
-            push_escape(out, ch);
-        }
-        rest = chars.as_str();
-    }
-    out.push_str(rest);
+    push_escaping(out, value, needs_escape);
     out.push(quote);
 }
 
@@ -61,9 +49,15 @@ pub(crate) fn clause(text: &str) -> &str {
 /// Appends `value` as it reads, unquoted, with only its control characters escaped as
 /// [`repr`] escapes them (`\n`, `\t`, `\xNN`), so it cannot break the message's line.
 pub(crate) fn push_plain(out: &mut String, value: &str) {
+    push_escaping(out, value, char::is_control);
+}
+
+/// Appends `value`, each character `needs_escape` picks escaped as [`repr`] escapes it; runs
+/// that need none are copied whole.
+fn push_escaping(out: &mut String, value: &str, needs_escape: impl Fn(char) -> bool) {
     let mut rest = value;
     while let Some((plain, tail)) = rest
-        .find(char::is_control)
+        .find(&needs_escape)
         .and_then(|at| rest.split_at_checked(at))
     {
         out.push_str(plain);

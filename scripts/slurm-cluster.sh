@@ -14,6 +14,10 @@
 # exists: scripts/test-slurm.sh runs it inside `unshare --net`, where only loopback exists. The job prologs are the shipped recipes:
 #   MPS_PREFLIGHT_PROLOG       (default contrib/slurm/prolog.sh)
 #   MPS_PREFLIGHT_TASK_PROLOG  (default contrib/slurm/task-prolog.sh)
+# Optional extras (scripts/test-slurm.sh: two fake GPUs with gres/gpu and gres/mps):
+#   MPS_PREFLIGHT_SLURM_CONF_EXTRA  lines added to slurm.conf before the NodeName line
+#   MPS_PREFLIGHT_SLURM_NODE_EXTRA  words added to the NodeName line (Gres=..., Features=...)
+#   MPS_PREFLIGHT_GRES_CONF         a file copied to DIR/gres.conf (next to slurm.conf)
 # `up` tears down what it started when it fails; callers run `down` from a trap.
 set -euo pipefail
 
@@ -74,7 +78,8 @@ JobAcctGatherType=jobacct_gather/none
 ReturnToService=2
 Prolog=$prolog
 TaskProlog=$task_prolog
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+${MPS_PREFLIGHT_SLURM_CONF_EXTRA:-}
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN ${MPS_PREFLIGHT_SLURM_NODE_EXTRA:-}
 PartitionName=main Nodes=$host Default=YES MaxTime=10 State=UP
 EOF
 }
@@ -119,6 +124,7 @@ up() {
         --seed-file="$dir/munge/munged.seed" 2>>"$dir/log/munged.log"
     wait_for "munged" 10 timeout 5 munge -S "$dir/munge/munge.socket" -n
     write_conf "$dir" "$host" "$prolog" "$task_prolog"
+    if [ -n "${MPS_PREFLIGHT_GRES_CONF:-}" ]; then cp "$MPS_PREFLIGHT_GRES_CONF" "$dir/gres.conf"; fi
     export SLURM_CONF="$dir/slurm.conf"
     # -D: no fork, so $! is the daemon; its pid file is written by the daemon as well.
     slurmctld -D -f "$SLURM_CONF" >>"$dir/log/slurmctld.out" 2>&1 &

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The fleet tests (issue 14): the shipped Slurm recipes of contrib/slurm/, run against a real
-# one-node Slurm cluster (scripts/slurm-cluster.sh), a fake nvidia-smi (two H100s) and the real
-# NVIDIA MPS control daemon (scripts/fetch-mps-control.sh). .ci/run calls it after
+# The fleet tests (issues 14, 23): the shipped Slurm recipes of contrib/slurm/, run against a
+# real one-node Slurm cluster (scripts/slurm-cluster.sh) with two fake GPUs (gres/gpu, gres/mps,
+# a fake nvidia-smi listing two H100s) and one real NVIDIA MPS control daemon per GPU
+# (scripts/fetch-mps-control.sh). .ci/run calls it after
 # `cargo test --workspace`; a missing Slurm, munge, jq or daemon is a failure here, not a skip.
 #
 # Usage: scripts/test-slurm.sh
@@ -26,14 +27,17 @@ fi
 
 say() { printf 'test-slurm: %s\n' "$*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
-for tool in jq srun sinfo scontrol munged; do
+for tool in jq srun sinfo scontrol munged shellcheck dash; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
 done
 
-# docs/fleet.md prints each recipe; the printed file must be the file run here.
+# docs/fleet.md prints each recipe; the printed file must be the file run here. Every recipe is
+# POSIX sh (Slurm runs them with /bin/sh, dash on Debian) and shellcheck-clean.
 for recipe in contrib/slurm/*.sh; do
     printed="$(sed -n "\|^<!-- $recipe -->\$|,\|^\`\`\`\$|p" docs/fleet.md | sed '1,2d;$d')"
     [ "$printed" = "$(cat "$recipe")" ] || fail "docs/fleet.md does not print $recipe as it is"
+    dash -n "$recipe" || fail "$recipe is not POSIX sh (dash -n)"
+    shellcheck --shell=sh "$recipe" || fail "$recipe is not shellcheck-clean"
 done
 
 if [ -z "${MPS_PREFLIGHT_BIN:-}" ]; then
@@ -46,13 +50,20 @@ control="${MPS_PREFLIGHT_MPS_CONTROL:-${MPS_PREFLIGHT_CACHE:-$HOME/.cache/mps-pr
 # Short: the control socket's path must stay under 108 bytes.
 work="$(mktemp -d /tmp/mpsslurm.XXXXXX)"
 cluster="$work/cluster"
-pipe="$work/pipe"
+reports="$work/reports"
 host="$(hostname -s)"
+gpu0=GPU-8932f937-d72c-4106-c12f-20bd9faed9f6
+gpu1=GPU-5a88edbe-90c4-2449-8c43-70c57591cca1
+uuids=("$gpu0" "$gpu1")
 
-# The control daemons serving $pipe: the real binary with that pipe directory in its environment.
+# One daemon per GPU (docs/mps-daemon.md, T4): GPU g's daemon serves only that GPU, named by
+# UUID in its CUDA_VISIBLE_DEVICES, through the pipe directory $work/gpu-g.
+pipe_of() { printf '%s/gpu-%s' "$work" "$1"; }
+# The control daemons serving GPU $1's pipe directory: the real binary with it in its environment.
 daemon_pids() {
-    local proc exe
+    local proc exe pipe
     exe="$(readlink -f "$control")"
+    pipe="$(pipe_of "$1")"
     for proc in /proc/[0-9]*; do
         [ "$(readlink "$proc/exe" 2>/dev/null)" = "$exe" ] || continue
         tr '\0' '\n' <"$proc/environ" 2>/dev/null | grep -qxF "CUDA_MPS_PIPE_DIRECTORY=$pipe" &&
@@ -61,24 +72,29 @@ daemon_pids() {
     return 0
 }
 daemon_start() {
-    CUDA_MPS_PIPE_DIRECTORY="$pipe" CUDA_MPS_LOG_DIRECTORY="$work/mpslog" \
-        "$work/bin/nvidia-cuda-mps-control" -d </dev/null
-    wait_until "the MPS control socket" test -S "$pipe/control"
+    mkdir -p "$(pipe_of "$1")"
+    CUDA_VISIBLE_DEVICES="${uuids[$1]}" CUDA_MPS_PIPE_DIRECTORY="$(pipe_of "$1")" \
+        CUDA_MPS_LOG_DIRECTORY="$work/mpslog" "$work/bin/nvidia-cuda-mps-control" -d </dev/null
+    wait_until "GPU $1's MPS control socket" test -S "$(pipe_of "$1")/control"
 }
 daemon_quit() {
-    echo quit | CUDA_MPS_PIPE_DIRECTORY="$pipe" timeout 10 "$work/bin/nvidia-cuda-mps-control" || true
-    wait_until "the MPS daemon to exit" test -z "$(daemon_pids)"
+    echo quit | CUDA_MPS_PIPE_DIRECTORY="$(pipe_of "$1")" timeout 10 "$work/bin/nvidia-cuda-mps-control" || true
+    wait_until "GPU $1's MPS daemon to exit" test -z "$(daemon_pids "$1")"
 }
 teardown() {
-    local status=$?
+    local status=$? gpu
     set +e
+    # A job still running (test 5's GPU holder) would keep its srun waiting for the cluster.
+    if [ -n "${holder:-}" ]; then kill "$holder" 2>/dev/null; fi
     scripts/slurm-cluster.sh down "$cluster"
-    if [ -n "$(daemon_pids)" ]; then
-        echo quit | CUDA_MPS_PIPE_DIRECTORY="$pipe" timeout 10 "$control" >/dev/null 2>&1
-        for pid in $(daemon_pids); do kill -KILL "$pid" 2>/dev/null; done
-    fi
+    for gpu in 0 1; do
+        if [ -n "$(daemon_pids "$gpu")" ]; then
+            echo quit | CUDA_MPS_PIPE_DIRECTORY="$(pipe_of "$gpu")" timeout 10 "$control" >/dev/null 2>&1
+            for pid in $(daemon_pids "$gpu"); do kill -KILL "$pid" 2>/dev/null; done
+        fi
+    done
     rm -rf "$work"
-    if [ "$status" -eq 0 ]; then say "all passed"; else say "failed (exit $status)"; fi
+    if [ "$status" -eq 0 ]; then say "all passed in ${SECONDS}s"; else say "failed (exit $status)"; fi
     exit "$status"
 }
 trap teardown EXIT
@@ -94,10 +110,9 @@ wait_until() {
     fail "timed out waiting for $what"
 }
 
-# The fake host tools: nvidia-smi answers only the query the probe makes.
-gpu0=GPU-8932f937-d72c-4106-c12f-20bd9faed9f6
-gpu1=GPU-5a88edbe-90c4-2449-8c43-70c57591cca1
-mkdir -p "$work/bin" "$pipe" "$work/mpslog"
+# The fake host tools: nvidia-smi answers only the query the probe makes. The GPUs' device
+# files (for gres.conf) are character devices of NVIDIA's major number, with no driver behind.
+mkdir -p "$work/bin" "$work/mpslog" "$work/dev"
 cat >"$work/bin/nvidia-smi" <<EOF
 #!/bin/sh
 # The one query mps-preflight runs (snapshot schema v2): compute mode and driver version first.
@@ -108,28 +123,57 @@ EOF
 chmod +x "$work/bin/nvidia-smi"
 ln -s "$control" "$work/bin/nvidia-cuda-mps-control"
 cp "$MPS_PREFLIGHT_BIN" "$work/bin/mps-preflight"
+mknod "$work/dev/nvidia0" c 195 0
+mknod "$work/dev/nvidia1" c 195 1
+cat >"$work/gres.conf" <<EOF
+Name=gpu File=$work/dev/nvidia0
+Name=gpu File=$work/dev/nvidia1
+Name=mps Count=100 File=$work/dev/nvidia0
+Name=mps Count=100 File=$work/dev/nvidia1
+EOF
 chmod -R a+rX "$work"
 
-daemon_start
+daemon_start 0
+daemon_start 1
+# The recipes' settings (the Prolog runs with a bare environment): the node's tools, one pipe
+# directory per GPU, the reports under $work. Each test writes them with its own extras.
+settings() {
+    {
+        printf 'PATH=%s/bin:/usr/bin:/bin\n' "$work"
+        printf 'MPS_PREFLIGHT_PIPE_DIRECTORY=%s/gpu-%%g\n' "$work"
+        printf 'MPS_PREFLIGHT_REPORT_DIR=%s\n' "$reports"
+        printf '%s\n' "$@"
+    } >"$cluster/mps-preflight.env"
+}
+# Tests 1-3 run on a node without GRES, where the jobs' own CUDA_VISIBLE_DEVICES reaches the
+# tasks (with gres/gpu configured, Slurm sets or unsets it for every step).
 scripts/slurm-cluster.sh up "$cluster"
 export SLURM_CONF="$cluster/slurm.conf"
-# The prolog's settings (it runs with a bare environment): the same node as the jobs see.
-cat >"$cluster/mps-preflight.env" <<EOF
-PATH=$work/bin:/usr/bin:/bin
-CUDA_MPS_PIPE_DIRECTORY=$pipe
-export CUDA_MPS_PIPE_DIRECTORY
-EOF
+settings
 # The jobs' environment (srun passes it to every task).
-export PATH="$work/bin:$PATH" CUDA_MPS_PIPE_DIRECTORY="$pipe" CUDA_MPS_LOG_DIRECTORY="$work/mpslog"
+export PATH="$work/bin:$PATH" CUDA_MPS_PIPE_DIRECTORY="$work/gpu-0" CUDA_MPS_LOG_DIRECTORY="$work/mpslog"
 unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER
 
 request=(--request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp)
 run() { timeout 120 srun --label "$@"; }
+node_state() { timeout 5 scontrol show node "$host" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+drained() { case "$(node_state State)" in *DRAIN*) return 0 ;; *) return 1 ;; esac; }
+idle() { [ "$(timeout 5 sinfo -h -N -o "%T")" = idle ]; }
+# The node must be idle (not drained) now; after a job, its state settles within a second.
+assert_idle() {
+    wait_until "node $host idle ($1)" idle
+    if drained; then fail "$1: node drained: $(node_state Reason)"; fi
+}
+reason() { scontrol show node "$host" | sed -n 's/^ *Reason=\(.*\) \[.*/\1/p'; }
+resume() {
+    scontrol update NodeName="$host" State=RESUME
+    wait_until "node $host idle again" idle
+}
 
 say "1. srun -n 2 per-rank probe, then merge: consistent"
 run -n 2 contrib/slurm/srun-probe.sh "$work/run1" "${request[@]}" || fail "srun probe failed"
 merged="$(mps-preflight merge "$work"/run1/rank*/manifest.json)" || fail "merge rejected run1"
-jq -e --arg host "$(uname -n)" --arg pipe "$pipe" '
+jq -e --arg host "$(uname -n)" --arg pipe "$(pipe_of 0)" '
     .consistent == true and .world_size == 2 and .validated == true
     and ([.ranks[].rank] == [0, 1])
     and ([.ranks[].evidence.host_name] | unique == [$host])
@@ -152,32 +196,96 @@ fi
 grep -q '^error: missing-rank: .*no evidence was given for rank 1 ' "$work/merge2.err" ||
     fail "merge did not name rank 1: $(cat "$work/merge2.err")"
 
-say "3. TaskProlog: the task's CUDA_VISIBLE_DEVICES holds GPU- UUIDs"
+say "3. TaskProlog: the task's CUDA_VISIBLE_DEVICES holds GPU- UUIDs; warnings become print lines"
 [ "$(CUDA_VISIBLE_DEVICES=1 run -n 1 printenv CUDA_VISIBLE_DEVICES)" = "0: $gpu1" ] ||
     fail "TaskProlog did not rewrite index 1"
 [ "$(run -n 1 printenv CUDA_VISIBLE_DEVICES)" = "0: $gpu0,$gpu1" ] ||
     fail "TaskProlog did not list the node's GPUs"
+# Slurm's own mask for a gres/gpu job (the global index) is rewritten too.
 if CUDA_VISIBLE_DEVICES=7 run -n 1 printenv CUDA_VISIBLE_DEVICES >"$work/tp.out" 2>&1; then
     fail "a task started with an index the node lacks: $(cat "$work/tp.out")"
 fi
+# A range is cut to its first index (CUDA reads 0-1 as 0): the user is told, in a print line.
+CUDA_VISIBLE_DEVICES=0-1 run -n 1 printenv CUDA_VISIBLE_DEVICES >"$work/range.out" 2>&1 ||
+    fail "the range mask's task did not run: $(cat "$work/range.out")"
+grep -qx "0: $gpu0" "$work/range.out" || fail "range 0-1 not rewritten to GPU 0: $(cat "$work/range.out")"
+grep -q 'mps-preflight task prolog: warning: .*0-1' "$work/range.out" ||
+    fail "the range's warning was not printed: $(cat "$work/range.out")"
 
-say "4. Prolog with the daemon down: node drained with the code, then resumed"
-daemon_quit
-expected="$(mps-preflight doctor "${request[@]}" 2>/dev/null | sed -n 's/^1\. \[\([a-z0-9-]*\)\].*/\1/p')" || true
-[ -n "$expected" ] || fail "doctor finds nothing wrong with the daemon down"
-if run -n 1 true 2>"$work/prolog.err"; then fail "a job ran on a node whose daemon is down"; fi
-node_state() { timeout 5 scontrol show node "$host" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-drained() { case "$(node_state State)" in *DRAIN*) return 0 ;; *) return 1 ;; esac; }
+# Tests 4-8: the node's two GPUs are gres/gpu and gres/mps, and it has the feature mps.
+scripts/slurm-cluster.sh down "$cluster"
+MPS_PREFLIGHT_GRES_CONF="$work/gres.conf" MPS_PREFLIGHT_SLURM_CONF_EXTRA="GresTypes=gpu,mps" \
+    MPS_PREFLIGHT_SLURM_NODE_EXTRA="Gres=gpu:2,mps:200 Features=mps" \
+    scripts/slurm-cluster.sh up "$cluster"
+settings
+# Slurm's own mask for a gres/gpu job (the global index) is rewritten too.
+[ "$(run -n 1 --gres=gpu:1 printenv CUDA_VISIBLE_DEVICES)" = "0: $gpu0" ] ||
+    fail "TaskProlog did not rewrite a gres/gpu job's mask"
+
+say "4. the gate: on a node whose GPU 1 daemon is down, jobs that did not ask for MPS run"
+daemon_quit 1
+run -n 1 true || fail "a CPU job failed on the broken node"
+run -n 1 --gres=gpu:2 true || fail "a GPU job that did not ask for MPS failed on the broken node"
+assert_idle "jobs that did not ask for MPS"
+[ ! -e "$reports" ] || fail "reports written for jobs that did not ask for MPS: $(ls "$reports")"
+
+say "5. per-GPU daemons: an MPS job on the healthy GPU 0 runs, one on GPU 1 drains the node, naming it"
+[ "$(run -n 1 --gres=mps:50 printenv CUDA_VISIBLE_DEVICES)" = "0: $gpu0" ] ||
+    fail "the gres/mps job on healthy GPU 0 did not run on it"
+assert_idle "an MPS job on the healthy GPU"
+# A job holding GPU 0 (not an MPS job; both take little memory, to run side by side) makes Slurm give the next gres/mps job GPU 1.
+timeout 120 srun -n 1 --mem=100 --gres=gpu:1 sleep 60 </dev/null >/dev/null 2>&1 &
+holder=$!
+holder_runs() { [ -n "$(timeout 5 squeue -h -t R -o %i)" ]; }
+wait_until "the GPU 0 holder to run" holder_runs
+if run -n 1 --mem=100 --gres=mps:50 true 2>"$work/mps1.err"; then fail "an MPS job ran on GPU 1 with its daemon down"; fi
 wait_until "node $host drained" drained
-reason="$(scontrol show node "$host" | sed -n 's/^ *Reason=\(.*\) \[.*/\1/p')"
-[ "$reason" = "mps-preflight: $expected" ] || fail "Reason is '$reason', want 'mps-preflight: $expected'"
-sinfo -h -R -o '%E' | grep -qxF "mps-preflight: $expected" || fail "sinfo -R does not show the reason"
-say "   drained: Reason=$reason"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null || true
+holder=""
+got="$(reason)"
+[[ "$got" =~ ^mps-preflight:\ daemon-unreachable\ on\ gpu\ 1,\ see\ ($reports/$host-[0-9]+\.txt)$ ]] ||
+    fail "Reason is '$got', want 'mps-preflight: daemon-unreachable on gpu 1, see $reports/$host-<job>.txt'"
+report="${BASH_REMATCH[1]}"
+grep -qF "gpu 1 ($gpu1), pipe directory $(pipe_of 1)" "$report" || fail "report $report: $(cat "$report")"
+grep -q '^1\. \[daemon-unreachable\]' "$report" || fail "the report lacks doctor's findings: $(cat "$report")"
+sinfo -h -R -o '%E' | grep -qxF "$got" || fail "sinfo -R does not show the reason"
+say "   drained: Reason=$got"
+resume
+# A job given both GPUs is checked on each: GPU 1 is named.
+if run -n 1 --gres=gpu:2 --constraint=mps true 2>/dev/null; then fail "a job with both GPUs ran"; fi
+wait_until "node $host drained" drained
+[[ "$(reason)" == "mps-preflight: daemon-unreachable on gpu 1, see "* ]] || fail "Reason is '$(reason)'"
+resume
 
-daemon_start
-scontrol update NodeName="$host" State=RESUME
-idle() { [ "$(timeout 5 sinfo -h -N -o "%T")" = idle ]; }
-wait_until "node $host idle again" idle
-run -n 2 contrib/slurm/srun-probe.sh "$work/run3" "${request[@]}" || fail "healthy run after resume failed"
-mps-preflight merge "$work"/run3/rank*/manifest.json | jq -e '.consistent' >/dev/null ||
-    fail "run3 not consistent"
+say "6. report-only (MPS_PREFLIGHT_ENFORCE=0): nothing drained or failed, the report written"
+rm -rf "$reports"
+settings MPS_PREFLIGHT_ENFORCE=0
+run -n 1 --gres=gpu:2 --comment=x --constraint=mps true || fail "report-only failed a job"
+assert_idle "report-only"
+grep -q "report-only: would drain: mps-preflight: daemon-unreachable on gpu 1" "$reports/$host"-*.txt ||
+    fail "report-only wrote no report: $(cat "$reports"/* 2>&1)"
+daemon_start 1
+
+say "7. the binary missing: an MPS job fails with the reason, the node stays idle, a CPU job runs"
+rm -rf "$reports"
+settings MPS_PREFLIGHT=/nonexistent/mps-preflight
+if run -n 1 --gres=mps:50 true >"$work/missing.out" 2>&1; then fail "an MPS job ran without the binary"; fi
+grep -q 'mps-preflight task prolog: this job is not started: /nonexistent/mps-preflight not found' \
+    "$work/missing.out" || fail "the job's output does not say why: $(cat "$work/missing.out")"
+assert_idle "the binary missing"
+run -n 1 true >"$work/cpu.out" 2>&1 || fail "a CPU job failed with the binary missing: $(cat "$work/cpu.out")"
+grep -q 'mps-preflight exited 127' "$work/cpu.out" || fail "the TaskProlog did not say: $(cat "$work/cpu.out")"
+
+say "8. a bad setting: the MPS job fails with its own reason, the node stays idle"
+settings MPS_PREFLIGHT_BACKEND=mjwrap
+if run -n 1 --gres=mps:50 true >"$work/backend.out" 2>&1; then fail "an MPS job ran with a bad backend"; fi
+grep -q 'this job is not started: a setting is wrong: unsupported-backend' "$work/backend.out" ||
+    fail "the job's output does not say why: $(cat "$work/backend.out")"
+settings MPS_PREFLIGHT_ENFORCE=yes
+if run -n 1 --gres=mps:50 true >"$work/enforce.out" 2>&1; then fail "an MPS job ran with ENFORCE=yes"; fi
+grep -q 'bad setting MPS_PREFLIGHT_ENFORCE=yes' "$work/enforce.out" ||
+    fail "the job's output does not say why: $(cat "$work/enforce.out")"
+assert_idle "bad settings"
+settings
+run -n 1 --gres=mps:50 true || fail "the MPS job failed once the settings were fixed"

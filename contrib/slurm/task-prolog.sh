@@ -1,16 +1,50 @@
 #!/bin/sh
 # Slurm TaskProlog (slurm.conf: TaskProlog=/path/to/task-prolog.sh; docs/fleet.md, recipe 3).
 # slurmstepd runs it as the job's user, in the task's environment, before each task; every
-# `export NAME=value` line it prints is set in the task's environment. This one rewrites the
-# device indices in CUDA_VISIBLE_DEVICES to GPU-... UUIDs, which name the same GPU in an MPS
-# server's renumbered device space (unset: every GPU of the node, by UUID).
-#
-# When the mask cannot be rewritten it prints the reason to the task's output and exits 1, and
-# Slurm does not start the task (an index mask under MPS can pick the wrong GPU or none).
-# MPS_PREFLIGHT names the binary (default: mps-preflight on the job's PATH).
-if devices="$("${MPS_PREFLIGHT:-mps-preflight}" visibility 2>&1)"; then
-    printf 'export CUDA_VISIBLE_DEVICES=%s\n' "$devices"
-else
-    printf 'print mps-preflight task prolog: %s\n' "$devices"
+# `export NAME=value` line it prints is set in the task's environment and every `print text`
+# line goes to the task's output. It:
+#   - refuses the task (exit 1) when the Prolog (recipe 2) refused the job: an unusable tool or
+#     setting, named in <report dir>/<node>-<jobid>.refused, printed here;
+#   - rewrites the device indices in CUDA_VISIBLE_DEVICES to GPU-... UUIDs, which name the same
+#     GPU in an MPS server's renumbered device space (unset: every GPU of the node, by UUID).
+#     Only stdout is the mask; each stderr line (a warning such as a range cut short) is printed
+#     as `print ...`. When the mask is refused (an index the node lacks, ...), the task is not
+#     started (an index mask under MPS can pick the wrong GPU or none), unless the settings say
+#     MPS_PREFLIGHT_ENFORCE=0. When mps-preflight cannot run at all, the mask is left as it is
+#     and the task starts: the Prolog already refused the jobs that asked for MPS.
+# Settings: mps-preflight.env next to slurm.conf, as for the Prolog (MPS_PREFLIGHT,
+# MPS_PREFLIGHT_ENFORCE, MPS_PREFLIGHT_REPORT_DIR, PATH).
+settings="$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}")/mps-preflight.env"
+if [ -r "$settings" ]; then
+    # shellcheck disable=SC1090
+    . "$settings"
+fi
+say() { printf 'print mps-preflight task prolog: %s\n' "$*"; }
+
+refused="${MPS_PREFLIGHT_REPORT_DIR:-/var/log/mps-preflight}/${SLURMD_NODENAME:-}-${SLURM_JOB_ID:-}.refused"
+if [ -f "$refused" ]; then
+    say "this job is not started: $(head -n 1 "$refused")"
     exit 1
 fi
+
+if ! errors="$(mktemp 2>/dev/null)"; then
+    say "cannot make a temporary file; CUDA_VISIBLE_DEVICES is left as it is"
+    exit 0
+fi
+devices="$("${MPS_PREFLIGHT:-mps-preflight}" visibility 2>"$errors")"
+status=$?
+sed 's/^/print mps-preflight task prolog: /' "$errors"
+rm -f "$errors"
+case "$status:$devices" in
+    0:?*) printf 'export CUDA_VISIBLE_DEVICES=%s\n' "$devices" ;;
+    1:*)
+        if [ "${MPS_PREFLIGHT_ENFORCE:-1}" = 0 ]; then
+            say "report-only: the task starts with CUDA_VISIBLE_DEVICES as it is"
+            exit 0
+        fi
+        say "the task is not started"
+        exit 1
+        ;;
+    *) say "mps-preflight exited $status; CUDA_VISIBLE_DEVICES is left as it is" ;;
+esac
+exit 0

@@ -265,6 +265,17 @@ run -n 1 --gres=gpu:2 --comment=x --constraint=mps true || fail "report-only fai
 assert_idle "report-only"
 grep -q "report-only: would drain: mps-preflight: daemon-unreachable on gpu 1" "$reports/$host"-*.txt ||
     fail "report-only wrote no report: $(cat "$reports"/* 2>&1)"
+# Checking the node by hand, as the Prolog would for a gres/mps job on GPU 1, report-only.
+slurmd_user="$(scontrol show config | sed -n 's/^SlurmdUser *= *\([^(]*\).*/\1/p')"
+settings
+rm -rf "$reports"
+setpriv --reuid="$slurmd_user" env -i SLURM_CONF="$SLURM_CONF" SLURMD_NODENAME="$host" \
+    SLURM_JOB_ID=by-hand SLURM_JOB_GPUS=1 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 \
+    MPS_PREFLIGHT_ENFORCE=0 contrib/slurm/prolog.sh 2>"$work/by-hand.err" ||
+    fail "the check by hand failed: $(cat "$work/by-hand.err")"
+grep -q "report-only: would drain: mps-preflight: daemon-unreachable on gpu 1, see $reports/$host-by-hand.txt" \
+    "$reports/$host-by-hand.txt" || fail "the check by hand wrote no report: $(cat "$work/by-hand.err")"
+assert_idle "the check by hand"
 daemon_start 1
 
 say "7. the binary missing: an MPS job fails with the reason, the node stays idle, a CPU job runs"
@@ -275,6 +286,12 @@ grep -q 'mps-preflight task prolog: this job is not started: /nonexistent/mps-pr
     "$work/missing.out" || fail "the job's output does not say why: $(cat "$work/missing.out")"
 assert_idle "the binary missing"
 run -n 1 true >"$work/cpu.out" 2>&1 || fail "a CPU job failed with the binary missing: $(cat "$work/cpu.out")"
+# A batch job: the TaskProlog refuses its batch script too; the reason is in the job's output.
+if timeout 120 sbatch -W -o "$work/batch.out" --gres=mps:50 --wrap true >/dev/null; then
+    fail "an MPS batch job ran without the binary"
+fi
+grep -q 'this job is not started: /nonexistent/mps-preflight not found' "$work/batch.out" ||
+    fail "the batch job's output does not say why: $(cat "$work/batch.out")"
 grep -q 'mps-preflight exited 127' "$work/cpu.out" || fail "the TaskProlog did not say: $(cat "$work/cpu.out")"
 
 say "8. a bad setting: the MPS job fails with its own reason, the node stays idle"

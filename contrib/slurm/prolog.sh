@@ -25,11 +25,15 @@
 #   MPS_PREFLIGHT_BACKEND         the simulation backend (default: mjwarp)
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
+# slurmd passes no MPS_PREFLIGHT_ENFORCE: one in the environment is an operator's check by hand
+# (docs/fleet.md), and wins over the file.
+by_hand="${MPS_PREFLIGHT_ENFORCE-}"
 settings="$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}")/mps-preflight.env"
 if [ -f "$settings" ]; then
     # shellcheck disable=SC1090
     . "$settings"
 fi
+[ -z "$by_hand" ] || MPS_PREFLIGHT_ENFORCE="$by_hand"
 node="${SLURMD_NODENAME:?}"
 job="${SLURM_JOB_ID:?}"
 enforce="${MPS_PREFLIGHT_ENFORCE:-1}"
@@ -56,6 +60,8 @@ wants_mps() {
     esac
     return 1
 }
+# A requeued job keeps its ID: an earlier run's refusal must not outlive this check.
+rm -f "$reports/$node-$job.refused"
 wants_mps || exit 0
 
 # Appends its input to the report and copies it to stderr, which slurmd's log keeps when the
@@ -149,4 +155,5 @@ for gpu in $(printf '%s\n' "$gpus" | tr ',' ' '); do
     setting_code "$code" && refuse "a setting is wrong: $code"
     drain "$code" "$gpu"
 done
+echo "mps-preflight prolog: job $job: gpu $gpus: ok" >&2
 exit 0

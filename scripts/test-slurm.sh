@@ -228,10 +228,15 @@ run -n 1 true || fail "a CPU job failed on the broken node"
 run -n 1 --gres=gpu:2 true || fail "a GPU job that did not ask for MPS failed on the broken node"
 assert_idle "jobs that did not ask for MPS"
 [ ! -e "$reports" ] || fail "reports written for jobs that did not ask for MPS: $(ls "$reports")"
+# An MPS job outside the partitions being checked (rollout, docs/fleet.md) is not checked.
+settings MPS_PREFLIGHT_PARTITIONS=staging
+run -n 1 --gres=gpu:2 --constraint=mps true || fail "an MPS job outside MPS_PREFLIGHT_PARTITIONS failed"
+assert_idle "an MPS job outside MPS_PREFLIGHT_PARTITIONS"
+settings
 
 say "5. per-GPU daemons: an MPS job on the healthy GPU 0 runs, one on GPU 1 drains the node, naming it"
-[ "$(run -n 1 --gres=mps:50 printenv CUDA_VISIBLE_DEVICES)" = "0: $gpu0" ] ||
-    fail "the gres/mps job on healthy GPU 0 did not run on it"
+[ "$(run -n 1 --gres=mps:50 printenv CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY)" = \
+    "0: $gpu0"$'\n'"0: $(pipe_of 0)" ] || fail "the gres/mps job on healthy GPU 0 did not run on it with its pipe"
 assert_idle "an MPS job on the healthy GPU"
 # A job holding GPU 0 (not an MPS job; both take little memory, to run side by side) makes Slurm give the next gres/mps job GPU 1.
 timeout 120 srun -n 1 --mem=100 --gres=gpu:1 sleep 60 </dev/null >/dev/null 2>&1 &

@@ -20,6 +20,7 @@
 #   MPS_PREFLIGHT_FEATURE         a job whose --constraint names it is checked (default mps)
 #   MPS_PREFLIGHT_COMMENT         a job whose --comment contains it is checked (default: none)
 #   MPS_PREFLIGHT_CHECK_ALL       1: check every job (an MPS-only partition)
+#   MPS_PREFLIGHT_PARTITIONS      if set, only jobs in these partitions (space-separated)
 #   MPS_PREFLIGHT_GPUS            GPU indices to check when the job has none (default 0)
 #   MPS_PREFLIGHT                 the binary (default: mps-preflight on PATH)
 #   MPS_PREFLIGHT_BACKEND         the simulation backend (default: mjwarp)
@@ -45,6 +46,9 @@ bin="${MPS_PREFLIGHT:-mps-preflight}"
 # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (gres/gpu does not); --constraint is SLURM_JOB_CONSTRAINTS,
 # --comment SLURM_JOB_COMMENT.
 wants_mps() {
+    if [ -n "${MPS_PREFLIGHT_PARTITIONS:-}" ]; then
+        case " $MPS_PREFLIGHT_PARTITIONS " in *" ${SLURM_JOB_PARTITION:-} "*) ;; *) return 1 ;; esac
+    fi
     [ "${MPS_PREFLIGHT_CHECK_ALL:-0}" = 1 ] && return 0
     [ -n "${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:-}" ] && return 0
     feature="${MPS_PREFLIGHT_FEATURE-mps}"
@@ -61,7 +65,7 @@ wants_mps() {
     return 1
 }
 # A requeued job keeps its ID: an earlier run's refusal must not outlive this check.
-rm -f "$reports/$node-$job.refused"
+case "$reports" in /*) rm -f "$reports/$node-$job.refused" ;; esac
 wants_mps || exit 0
 
 # Appends its input to the report and copies it to stderr, which slurmd's log keeps when the
@@ -80,9 +84,11 @@ refuse() {
         exit 0
     fi
     echo "mps-preflight prolog: job $job refused, node not drained: $1" | log
-    printf '%s (report: %s)\n' "$1" "$report" >"$reports/$node-$job.refused" ||
-        echo "mps-preflight prolog: cannot write $reports/$node-$job.refused" >&2
-    exit 0
+    printf '%s (report: %s)\n' "$1" "$report" >"$reports/$node-$job.refused" && exit 0
+    # Without the file the job would run unchecked: the node's own disk is the finding now.
+    scontrol update NodeName="$node" State=DRAIN \
+        Reason="mps-preflight: cannot write $reports/$node-$job.refused"
+    exit 1
 }
 
 # A finding about the node: drain it, naming the code, the GPU and the report.

@@ -11,9 +11,11 @@
 #     as `print ...`. When the mask is refused (an index the node lacks, ...), the task is not
 #     started (an index mask under MPS can pick the wrong GPU or none), unless the settings say
 #     MPS_PREFLIGHT_ENFORCE=0. When mps-preflight cannot run at all, the mask is left as it is
-#     and the task starts: the Prolog already refused the jobs that asked for MPS.
+#     and the task starts: the Prolog already refused the jobs that asked for MPS;
+#   - with one daemon per GPU (MPS_PREFLIGHT_PIPE_DIRECTORY holds %g) and a step given one GPU
+#     (SLURM_STEP_GPUS), sets CUDA_MPS_PIPE_DIRECTORY to that GPU's pipe directory.
 # Settings: mps-preflight.env next to slurm.conf, as for the Prolog (MPS_PREFLIGHT,
-# MPS_PREFLIGHT_ENFORCE, MPS_PREFLIGHT_REPORT_DIR, PATH).
+# MPS_PREFLIGHT_ENFORCE, MPS_PREFLIGHT_REPORT_DIR, MPS_PREFLIGHT_PIPE_DIRECTORY, PATH).
 settings="$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}")/mps-preflight.env"
 if [ -r "$settings" ]; then
     # shellcheck disable=SC1090
@@ -36,7 +38,15 @@ status=$?
 sed 's/^/print mps-preflight task prolog: /' "$errors"
 rm -f "$errors"
 case "$status:$devices" in
-    0:?*) printf 'export CUDA_VISIBLE_DEVICES=%s\n' "$devices" ;;
+    0:?*)
+        printf 'export CUDA_VISIBLE_DEVICES=%s\n' "$devices"
+        # One daemon per GPU: a step given one GPU talks to that GPU's daemon.
+        case "${MPS_PREFLIGHT_PIPE_DIRECTORY:-}:${SLURM_STEP_GPUS:-}" in
+            *%g*:*[!0-9]* | *%g*:) ;;
+            *%g*:*) printf 'export CUDA_MPS_PIPE_DIRECTORY=%s\n' \
+                "$(printf '%s\n' "$MPS_PREFLIGHT_PIPE_DIRECTORY" | sed "s/%g/$SLURM_STEP_GPUS/g")" ;;
+        esac
+        ;;
     1:*)
         if [ "${MPS_PREFLIGHT_ENFORCE:-1}" = 0 ]; then
             say "report-only: the task starts with CUDA_VISIBLE_DEVICES as it is"

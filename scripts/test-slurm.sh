@@ -25,7 +25,7 @@ if [ -z "${MPS_PREFLIGHT_NETNS:-}" ]; then
         'ip link set lo up && ip addr add 10.255.255.1/32 dev lo && exec "$0" "$@"' "$0" "$@"
 fi
 
-say() { printf 'test-slurm: %s\n' "$*" >&2; }
+say() { printf 'test-slurm: [%3ss] %s\n' "$SECONDS" "$*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 for tool in jq srun sinfo scontrol munged shellcheck dash; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"

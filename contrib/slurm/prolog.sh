@@ -155,11 +155,14 @@ for gpu in $(printf '%s\n' "$gpus" | tr ',' ' '); do
     printf 'gpu %s (%s), pipe directory %s, doctor exit %s:\n%s\n' "$gpu" "$uuid" "$pipe" \
         "$status" "$out" | log
     [ "$status" -eq 1 ] || refuse "$bin doctor exited $status"
-    # The first finding is what `probe` would reject with: "1. [<code>] <message>".
-    code="$(printf '%s\n' "$out" | sed -n 's/^1\. \[\([a-z0-9-]*\)\].*/\1/p' | head -n 1)"
-    [ -n "$code" ] || refuse "$bin doctor exited 1 without a finding"
-    setting_code "$code" && refuse "a setting is wrong: $code"
-    drain "$code" "$gpu"
+    # Each finding is "N. [<code>] <message>"; the first is what `probe` would reject with. A
+    # wrong setting anywhere makes the node's findings untrustworthy: refuse, do not drain.
+    codes="$(printf '%s\n' "$out" | sed -n 's/^[0-9]*\. \[\([a-z0-9-]*\)\].*/\1/p')"
+    [ -n "$codes" ] || refuse "$bin doctor exited 1 without a finding"
+    for code in $codes; do
+        setting_code "$code" && refuse "a setting is wrong: $code"
+    done
+    drain "$(printf '%s\n' "$codes" | head -n 1)" "$gpu"
 done
 echo "mps-preflight prolog: job $job: gpu $gpus: ok" >&2
 exit 0

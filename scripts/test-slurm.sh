@@ -2,8 +2,10 @@
 # The fleet tests (issues 14, 23): the shipped Slurm recipes of contrib/slurm/, run against a
 # real one-node Slurm cluster (scripts/slurm-cluster.sh) with two fake GPUs (gres/gpu, gres/mps,
 # a fake nvidia-smi listing two H100s) and one real NVIDIA MPS control daemon per GPU
-# (scripts/fetch-mps-control.sh). .ci/run calls it after
-# `cargo test --workspace`; a missing Slurm, munge, jq or daemon is a failure here, not a skip.
+# (scripts/fetch-mps-control.sh). .ci/run calls it after `cargo test --workspace`; a missing
+# Slurm, munge, jq, shellcheck or daemon is a failure here, not a skip. Tests 1-3 run on a node
+# without GRES, 4-8 on the same node with two GPUs as gres/gpu and gres/mps (issue 23: the gate,
+# per-GPU daemons, report-only, a missing binary, bad settings, the check by hand).
 #
 # Usage: scripts/test-slurm.sh
 #   MPS_PREFLIGHT_BIN          the binary to test (default: cargo build -p mps-preflight's)
@@ -11,7 +13,7 @@
 #
 # It runs in its own network namespace (`unshare --net`: only loopback, so the Slurm daemons
 # listen on nothing outside it and clash with no other cluster on the machine), and always tears
-# everything down: the cluster by its daemons' PIDs, the MPS daemon, the temp directory.
+# everything down: the cluster by its daemons' PIDs, the MPS daemons, the temp directory.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"

@@ -306,6 +306,10 @@ settings MPS_PREFLIGHT_BACKEND=mjwrap
 if run -n 1 --gres=mps:50 true >"$work/backend.out" 2>&1; then fail "an MPS job ran with a bad backend"; fi
 grep -q 'this job is not started: a setting is wrong: unsupported-backend' "$work/backend.out" ||
     fail "the job's output does not say why: $(cat "$work/backend.out")"
+settings MPS_PREFLIGHT_DEVICE=cuda:1
+if run -n 1 --gres=mps:50 true >"$work/device.out" 2>&1; then fail "an MPS job ran with MPS_PREFLIGHT_DEVICE"; fi
+grep -q 'MPS_PREFLIGHT_DEVICE is no longer read' "$work/device.out" ||
+    fail "the job's output does not say why: $(cat "$work/device.out")"
 settings MPS_PREFLIGHT_ENFORCE=yes
 if run -n 1 --gres=mps:50 true >"$work/enforce.out" 2>&1; then fail "an MPS job ran with ENFORCE=yes"; fi
 grep -q 'bad setting MPS_PREFLIGHT_ENFORCE=yes' "$work/enforce.out" ||

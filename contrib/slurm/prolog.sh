@@ -118,6 +118,10 @@ case "$reports" in
         refuse "bad setting MPS_PREFLIGHT_REPORT_DIR (not an absolute path)"
         ;;
 esac
+# The one device of the first recipe is gone: each GPU of the job is checked now. A setting the
+# script would silently ignore could leave the GPU the operator meant unchecked.
+[ -z "${MPS_PREFLIGHT_DEVICE:-}" ] ||
+    refuse "MPS_PREFLIGHT_DEVICE is no longer read: the job's GPUs are checked (MPS_PREFLIGHT_GPUS)"
 backend="${MPS_PREFLIGHT_BACKEND:-mjwarp}"
 gpus="${SLURM_JOB_GPUS:-${MPS_PREFLIGHT_GPUS:-0}}"
 case "$gpus" in *[!0-9,]* | "" | ,* | *, | *,,*) refuse "bad GPU list '$gpus'" ;; esac

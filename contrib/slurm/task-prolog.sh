@@ -16,12 +16,15 @@
 #     (SLURM_STEP_GPUS), sets CUDA_MPS_PIPE_DIRECTORY to that GPU's pipe directory.
 # Settings: mps-preflight.env next to slurm.conf, as for the Prolog (MPS_PREFLIGHT,
 # MPS_PREFLIGHT_ENFORCE, MPS_PREFLIGHT_REPORT_DIR, MPS_PREFLIGHT_PIPE_DIRECTORY, PATH).
+say() { printf 'print mps-preflight task prolog: %s\n' "$*"; }
 settings="$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}")/mps-preflight.env"
 if [ -r "$settings" ]; then
     # shellcheck disable=SC1090
     . "$settings"
+elif [ -e "$settings" ]; then
+    # Its report directory may be another: a refusal there would go unseen (docs/fleet.md).
+    say "warning: cannot read $settings; it must be readable by every user"
 fi
-say() { printf 'print mps-preflight task prolog: %s\n' "$*"; }
 
 refused="${MPS_PREFLIGHT_REPORT_DIR:-/var/log/mps-preflight}/${SLURMD_NODENAME:-}-${SLURM_JOB_ID:-}.refused"
 if [ -f "$refused" ]; then

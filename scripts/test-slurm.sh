@@ -233,6 +233,8 @@ assert_idle "jobs that did not ask for MPS"
 # An MPS job outside the partitions being checked (rollout, docs/fleet.md) is not checked.
 settings MPS_PREFLIGHT_PARTITIONS=staging
 run -n 1 --gres=gpu:2 --constraint=mps true || fail "an MPS job outside MPS_PREFLIGHT_PARTITIONS failed"
+[ "$(run -n 1 --gres=gpu:1 printenv CUDA_VISIBLE_DEVICES)" = "0: 0" ] ||
+    fail "the TaskProlog rewrote a mask outside MPS_PREFLIGHT_PARTITIONS"
 assert_idle "an MPS job outside MPS_PREFLIGHT_PARTITIONS"
 settings
 

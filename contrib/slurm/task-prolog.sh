@@ -15,7 +15,8 @@
 #   - with one daemon per GPU (MPS_PREFLIGHT_PIPE_DIRECTORY holds %g) and a step given one GPU
 #     (SLURM_STEP_GPUS), sets CUDA_MPS_PIPE_DIRECTORY to that GPU's pipe directory.
 # Settings: mps-preflight.env next to slurm.conf, as for the Prolog (MPS_PREFLIGHT,
-# MPS_PREFLIGHT_ENFORCE, MPS_PREFLIGHT_REPORT_DIR, MPS_PREFLIGHT_PIPE_DIRECTORY, PATH).
+# MPS_PREFLIGHT_ENFORCE, MPS_PREFLIGHT_REPORT_DIR, MPS_PREFLIGHT_PIPE_DIRECTORY,
+# MPS_PREFLIGHT_PARTITIONS, PATH).
 say() { printf 'print mps-preflight task prolog: %s\n' "$*"; }
 settings="$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}")/mps-preflight.env"
 if [ -r "$settings" ]; then
@@ -30,6 +31,11 @@ refused="${MPS_PREFLIGHT_REPORT_DIR:-/var/log/mps-preflight}/${SLURMD_NODENAME:-
 if [ -f "$refused" ]; then
     say "this job is not started: $(head -n 1 "$refused")"
     exit 1
+fi
+
+# A rollout limited to some partitions (MPS_PREFLIGHT_PARTITIONS) leaves the others' masks alone.
+if [ -n "${MPS_PREFLIGHT_PARTITIONS:-}" ]; then
+    case " $MPS_PREFLIGHT_PARTITIONS " in *" ${SLURM_JOB_PARTITION:-} "*) ;; *) exit 0 ;; esac
 fi
 
 if ! errors="$(mktemp 2>/dev/null)"; then

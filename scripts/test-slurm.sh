@@ -29,7 +29,7 @@ fi
 
 say() { printf 'test-slurm: [%3ss] %s\n' "$SECONDS" "$*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
-for tool in jq srun sinfo scontrol munged shellcheck dash; do
+for tool in jq srun sbatch squeue sinfo scontrol munged shellcheck dash setpriv mknod; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
 done
 
@@ -242,7 +242,8 @@ say "5. per-GPU daemons: an MPS job on the healthy GPU 0 runs, one on GPU 1 drai
 [ "$(run -n 1 --gres=mps:50 printenv CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY)" = \
     "0: $gpu0"$'\n'"0: $(pipe_of 0)" ] || fail "the gres/mps job on healthy GPU 0 did not run on it with its pipe"
 assert_idle "an MPS job on the healthy GPU"
-# A job holding GPU 0 (not an MPS job; both take little memory, to run side by side) makes Slurm give the next gres/mps job GPU 1.
+# A job holding GPU 0 (not an MPS job) makes Slurm give the next gres/mps job GPU 1; both take
+# little memory, to run side by side.
 timeout 120 srun -n 1 --mem=100 --gres=gpu:1 sleep 60 </dev/null >/dev/null 2>&1 &
 holder=$!
 holder_runs() { [ -n "$(timeout 5 squeue -h -t R -o %i)" ]; }
@@ -270,7 +271,7 @@ resume
 say "6. report-only (MPS_PREFLIGHT_ENFORCE=0): nothing drained or failed, the report written"
 rm -rf "$reports"
 settings MPS_PREFLIGHT_ENFORCE=0
-run -n 1 --gres=gpu:2 --comment=x --constraint=mps true || fail "report-only failed a job"
+run -n 1 --gres=gpu:2 --constraint=mps true || fail "report-only failed a job"
 assert_idle "report-only"
 grep -q "report-only: would drain: mps-preflight: daemon-unreachable on gpu 1" "$reports/$host"-*.txt ||
     fail "report-only wrote no report: $(cat "$reports"/* 2>&1)"
@@ -295,13 +296,13 @@ grep -q 'mps-preflight task prolog: this job is not started: /nonexistent/mps-pr
     "$work/missing.out" || fail "the job's output does not say why: $(cat "$work/missing.out")"
 assert_idle "the binary missing"
 run -n 1 true >"$work/cpu.out" 2>&1 || fail "a CPU job failed with the binary missing: $(cat "$work/cpu.out")"
+grep -q 'mps-preflight exited 127' "$work/cpu.out" || fail "the TaskProlog did not say: $(cat "$work/cpu.out")"
 # A batch job: the TaskProlog refuses its batch script too; the reason is in the job's output.
 if timeout 120 sbatch -W -o "$work/batch.out" --gres=mps:50 --wrap true >/dev/null; then
     fail "an MPS batch job ran without the binary"
 fi
 grep -q 'this job is not started: /nonexistent/mps-preflight not found' "$work/batch.out" ||
     fail "the batch job's output does not say why: $(cat "$work/batch.out")"
-grep -q 'mps-preflight exited 127' "$work/cpu.out" || fail "the TaskProlog did not say: $(cat "$work/cpu.out")"
 
 say "8. a bad setting: the MPS job fails with its own reason, the node stays idle"
 settings MPS_PREFLIGHT_BACKEND=mjwrap

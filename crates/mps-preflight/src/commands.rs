@@ -1,13 +1,12 @@
 //! probe, capture, check, doctor and merge: facts in, policy applied, output out.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mps_host::ProbeOptions;
 use serde_json::Value;
+use sharing_manifest::{FileState, WriteOptions};
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
 use crate::cli::{
@@ -31,10 +30,10 @@ pub(crate) fn probe(args: &ProbeArgs) -> Output {
     let mut output = match (&result, &args.manifest) {
         (Ok(evidence), Some(manifest)) => {
             // Checked before the write: afterwards the failed write has decided nothing.
-            let existed = manifest.symlink_metadata().is_ok();
+            let state = FileState::before_writing(manifest);
             match sharing_manifest::record_in_manifest(manifest, evidence) {
                 Ok(()) => evidence_output(result),
-                Err(err) => Output::input(manifest_failure(&request, manifest, existed, &err)),
+                Err(err) => Output::input(manifest_failure(&request, manifest, state, &err)),
             }
         }
         _ => evidence_output(result),
@@ -57,18 +56,13 @@ pub(crate) fn probe(args: &ProbeArgs) -> Output {
 fn manifest_failure(
     request: &sharing_policy::Request,
     manifest: &Path,
-    existed: bool,
+    state: FileState,
     err: &sharing_manifest::ManifestError,
 ) -> String {
     let asked = if request.mode.is_some() {
         "the request was validated"
     } else {
         "the null request's evidence was collected"
-    };
-    let state = if existed {
-        "it was left unchanged"
-    } else {
-        "no file was created"
     };
     format!(
         "{asked}, but recording it in --manifest {} failed: {err}; {state}, and the evidence is not printed, so the run has no record of it",
@@ -102,23 +96,17 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
         Ok(value) => json_text(&value),
         Err(err) => return Output::input(format!("cannot encode the snapshot as JSON: {err}")),
     };
-    let existed_before = args
-        .output
-        .as_deref()
-        .is_some_and(|path| path.symlink_metadata().is_ok());
     match &args.output {
         None => Output::data(text).with_note(note),
-        Some(path) => match write_atomically(path, text.as_bytes()) {
+        // Parents are created, as CI users expect of an output path (issue 21 part 5).
+        Some(path) => match sharing_manifest::write_file(
+            path,
+            text.as_bytes(),
+            "the snapshot to --output",
+            WriteOptions::new().create_parents(true),
+        ) {
             Ok(()) => Output::data(String::new()).with_note(note),
-            Err(err) => Output::input(format!(
-                "cannot write the snapshot to --output {}: {err}; {}",
-                sharing_manifest::quote_path(path),
-                if existed_before {
-                    "it was left unchanged"
-                } else {
-                    "no file was created"
-                }
-            )),
+            Err(err) => Output::input(err.to_string()),
         },
     }
 }
@@ -365,46 +353,4 @@ fn warnings_human(warnings: &[Finding]) -> String {
         push_details(&mut text, warning, ["found: ", "why:   ", "verify:"]);
     }
     text
-}
-
-/// Temp file in the same directory, write, fsync, rename.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomically_with_mode(path, bytes, 0o666)
-}
-
-/// [`write_atomically`], a new file created with permission bits `mode` less the umask, as
-/// `open(2)` does; a file it replaces keeps its mode. One rule for every file this command
-/// writes (manifests too, in sharing-manifest; issue 16 part 4). Errors name no temporary
-/// file: its random name means nothing to the caller.
-pub(crate) fn write_atomically_with_mode(
-    path: &Path,
-    bytes: &[u8],
-    mode: u32,
-) -> std::io::Result<()> {
-    // tempfile appends " at path <temporary file>" to the OS error's text; drop it.
-    let plain = |err: std::io::Error| {
-        let text = err.to_string();
-        let text = text
-            .split_once(" at path ")
-            .map_or(text.as_str(), |(os, _)| os);
-        std::io::Error::new(err.kind(), text.to_owned())
-    };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let existing = std::fs::metadata(path).ok().map(|meta| meta.permissions());
-    let mut temp = tempfile::Builder::new()
-        .prefix(".mps-preflight-")
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(mode))
-        .tempfile_in(directory)
-        .map_err(plain)?;
-    if let Some(permissions) = existing {
-        temp.as_file().set_permissions(permissions).map_err(plain)?;
-    }
-    temp.write_all(bytes).map_err(plain)?;
-    temp.as_file().sync_all().map_err(plain)?;
-    temp.persist(path).map_err(|err| plain(err.error))?;
-    Ok(())
 }

@@ -121,18 +121,14 @@ pub(crate) fn write_probe(
         duration,
         finished: SystemTime::now(),
     });
-    write(path, &text).map_err(|err| {
-        format!(
-            "{}: cannot write the Prometheus textfile: {err}",
-            path.display()
-        )
-    })
-}
-
-/// Writes the textfile atomically (a temp file in the same directory, then a rename), readable
-/// by `node_exporter` whatever user it runs as.
-fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    crate::commands::write_atomically_with_mode(path, text.as_bytes(), 0o644)
+    // Readable by node_exporter whatever user it runs as (0644 less the umask).
+    sharing_manifest::write_file(
+        path,
+        text.as_bytes(),
+        "the Prometheus textfile to --prom-textfile",
+        sharing_manifest::WriteOptions::new().new_file_mode(0o644),
+    )
+    .map_err(|err| err.to_string())
 }
 
 fn header(text: &mut String, name: &str, help: &str) {

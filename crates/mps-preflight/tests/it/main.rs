@@ -13,6 +13,7 @@ mod docs;
 mod exit_codes;
 mod fake_hosts;
 mod faults;
+mod files_written;
 mod fixtures;
 mod generated;
 mod health;

@@ -21,6 +21,7 @@ mod help;
 mod hostile_names;
 mod manifest;
 mod merge;
+mod nproc;
 mod prom;
 mod schemas;
 mod signals;

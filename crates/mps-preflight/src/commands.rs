@@ -16,40 +16,47 @@ use crate::output::{Output, Status, json_text, one_line};
 use crate::report::DoctorReport;
 use crate::{brief, prom, snapshot};
 
-/// `probe`: `capture` then `check`, in memory, then the textfile and the manifest.
+/// `probe`: `capture` then `check`, in memory, then the textfile and the manifest. The request
+/// is judged once (`sharing_policy::judge`); every output renders that one verdict.
 pub(crate) fn probe(args: &ProbeArgs) -> Output {
     let started = Instant::now();
     let request = args.request.to_request();
     let facts = mps_host::capture(&probe_options(&args.request, &request));
-    let result = sharing_policy::validate(&request, &facts);
+    let verdict = sharing_policy::judge(&request, &facts);
     let duration = started.elapsed();
+    let unobserved = if sharing_policy::observes_host(&request) {
+        sharing_policy::nothing_observed(&facts, sharing_policy::Vocabulary::Cli)
+    } else {
+        None
+    };
     let textfile_error = args
         .prom_textfile
         .as_deref()
-        .and_then(|path| prom::write_probe(path, &request, &facts, result.is_ok(), duration).err());
-    let mut output = match (&result, &args.manifest) {
+        .and_then(|path| prom::write_probe(path, &verdict, unobserved.is_none(), duration).err());
+    let mut output = match (&verdict.result, &args.manifest) {
         (Ok(evidence), Some(manifest)) => {
-            // Checked before the write: afterwards the failed write has decided nothing.
+            // Judged before the write: afterwards the failed write has decided nothing.
             let state = FileState::before_writing(manifest);
             match sharing_manifest::record_in_manifest(manifest, evidence) {
-                Ok(()) => evidence_output(result),
+                Ok(()) => evidence_output(&verdict.result),
                 Err(err) => Output::input(manifest_failure(&request, manifest, state, &err)),
             }
         }
-        _ => evidence_output(result),
+        _ => evidence_output(&verdict.result),
     };
-    if request.mode.is_none() && sharing_policy::observes_host(&request) {
-        output = output.with_note(unobserved_note(
-            &facts,
-            "every host field of the evidence is null",
-        ));
+    if request.mode.is_none() {
+        output = output.with_note(unobserved.map(|what| {
+            format!(
+                "nothing about MPS could be observed on this host: {what}; every host field of the evidence is null"
+            )
+        }));
     }
     if let Some(err) = textfile_error {
         output.status = Status::Input;
         output.stdout.clear();
         output.errors.insert(0, err);
     }
-    brief::in_format(args.format, output, &request, &facts)
+    brief::in_format(args.format, output, &request, &verdict)
 }
 
 /// What a failed `--manifest` write says: what was asked, what failed, the file's state.
@@ -78,8 +85,9 @@ pub(crate) fn check(args: &CheckArgs) -> Output {
         Err(output) => return output,
     };
     let request = args.request.to_request();
-    let output = evidence_output(sharing_policy::validate(&request, &facts));
-    brief::in_format(args.format, output, &request, &facts)
+    let verdict = sharing_policy::judge(&request, &facts);
+    let output = evidence_output(&verdict.result);
+    brief::in_format(args.format, output, &request, &verdict)
 }
 
 /// `capture`: the snapshot, pretty JSON, on stdout or into `--output`.
@@ -122,9 +130,13 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
         },
         None => mps_host::capture(&probe_options(&args.request, &request)),
     };
-    let findings = sharing_policy::explain(&request, &facts);
-    let warnings = sharing_policy::warnings(&request, &facts);
-    let evidence = sharing_policy::validate(&request, &facts).ok();
+    let sharing_policy::Verdict {
+        result,
+        findings,
+        warnings,
+        ..
+    } = sharing_policy::judge(&request, &facts);
+    let evidence = result.ok();
     let attestation = crate::attest::for_doctor(args);
     let stdout = match args.format {
         Format::Human => {
@@ -231,9 +243,9 @@ pub(crate) fn with_learner_uuid(mut facts: HostFacts, args: &RequestArgs) -> Hos
 }
 
 /// Exit 0 with the evidence as one JSON object, or exit 1 with the rejection.
-fn evidence_output(result: Result<Evidence, Rejection>) -> Output {
+fn evidence_output(result: &Result<Evidence, Rejection>) -> Output {
     match result {
-        Ok(evidence) => Output::data(json_text(&sharing_manifest::evidence_to_json(&evidence))),
+        Ok(evidence) => Output::data(json_text(&sharing_manifest::evidence_to_json(evidence))),
         Err(rejection) => Output::rejected(rejection.to_string()),
     }
 }

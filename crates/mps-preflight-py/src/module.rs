@@ -213,9 +213,11 @@ fn write_manifest<'py>(
         Ok(evidence) => evidence,
         Err(message) => return convert::failure(py, "evidence", &message),
     };
+    // Judged before the write, as the CLI does: the one error shape ends with the file's state.
+    let state = sharing_manifest::FileState::before_writing(&path);
     match py.detach(|| sharing_manifest::record_in_manifest(&path, &evidence)) {
         Ok(()) => ("ok",).into_pyobject(py),
-        Err(err) => convert::failure(py, "manifest", &err.to_string()),
+        Err(err) => convert::failure(py, "manifest", &format!("{err}; {state}")),
     }
 }
 

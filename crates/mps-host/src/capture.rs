@@ -109,8 +109,10 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     let (root, deadline) = (&options.proc_root, started + options.timeout);
     let mut search = None;
     std::thread::scope(|scope| {
-        let gpu = scope.spawn(|| runner.run(&gpu));
-        let daemon = scope.spawn(|| run_retried(runner, &daemon, &DAEMON_RETRY));
+        let gpu = Concurrent::start(scope, "gpu-query", || runner.run(&gpu));
+        let daemon = Concurrent::start(scope, "daemon-query", || {
+            run_retried(runner, &daemon, &DAEMON_RETRY)
+        });
         facts.control_pipe = Some(observe_control_pipe(&facts.env));
         // The daemon's process is looked for while the queries run, so a /proc scan costs
         // no extra time when the queries take longer than it.
@@ -119,12 +121,11 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
             find_daemon(root, &early, options.scan_limit, deadline),
             early,
         ));
-        // A runner that panicked recorded nothing: that query stays unobserved.
-        facts.daemon_query = daemon.join().ok();
+        facts.daemon_query = daemon.join();
         // The pid file's liveness is read after the daemon query ended, so a daemon that died
         // while it was being asked is not recorded as alive.
         facts.pid_file = Some(observe_pid_file(&facts.env));
-        facts.gpu_query = gpu.join().ok();
+        facts.gpu_query = gpu.join();
     });
     facts.caller = Some(observe_caller());
     let servers = facts.daemon_query.as_ref().map_or_else(Vec::new, |query| {
@@ -147,6 +148,37 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         };
     }
     facts
+}
+
+/// A query on a thread of its own, or, when no thread can be had (a process limit,
+/// `RLIMIT_NPROC`: `std::thread::scope`'s `spawn` would panic), run on the joining thread
+/// instead (issue 21 part 3). Run one after the other, the queries take longer, but each
+/// still has its own deadline, so the probe stays bounded.
+enum Concurrent<'scope, T, F> {
+    Running(std::thread::ScopedJoinHandle<'scope, T>),
+    Deferred(F),
+}
+
+impl<'scope, T: Send + 'scope, F: FnOnce() -> T + Send + Copy + 'scope> Concurrent<'scope, T, F> {
+    /// `run` on a new thread named `name`; `run` is `Copy` (it borrows only), so a failed
+    /// spawn, which consumes its closure, still leaves a copy to run later.
+    fn start<'env>(scope: &'scope std::thread::Scope<'scope, 'env>, name: &str, run: F) -> Self {
+        match std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn_scoped(scope, run)
+        {
+            Ok(handle) => Self::Running(handle),
+            Err(_) => Self::Deferred(run),
+        }
+    }
+
+    /// The query's record; `None` when its runner panicked (that query stays unobserved).
+    fn join(self) -> Option<T> {
+        match self {
+            Self::Running(handle) => handle.join().ok(),
+            Self::Deferred(run) => Some(run()),
+        }
+    }
 }
 
 /// The host GPU table query: `nvidia-smi` with [`sharing_policy::GPU_QUERY_ARGS`]

@@ -2,7 +2,7 @@
 //! (issue 15, part 2). Each query runs in its own process group, so a Ctrl-C to the CLI's group
 //! never reaches it: without this, a hung query outlives the CLI until its own deadline.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
@@ -13,6 +13,23 @@ static RUNNING: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
 fn running() -> MutexGuard<'static, Vec<Pid>> {
     // The list stays meaningful even if a holder panicked: use it as it is.
     RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Why no query may start in this process, once [`forbid_queries`] said so.
+static FORBIDDEN: OnceLock<String> = OnceLock::new();
+
+/// From now on, no query of this process starts: each is recorded as a spawn failure saying
+/// `why`. For a process that could not install its signal handler (no thread under a process
+/// limit, issue 21 part 3): a query it started could outlive an interrupted run, one that never
+/// starts cannot. The observation is then unrecorded, which no request passes on; a null
+/// request still never fails. The first reason given stays.
+pub fn forbid_queries(why: String) {
+    let _ = FORBIDDEN.set(why);
+}
+
+/// The reason given to [`forbid_queries`], if it was called.
+pub(crate) fn forbidden() -> Option<&'static str> {
+    FORBIDDEN.get().map(String::as_str)
 }
 
 /// Spawns with the registry held, so no query can start unseen by [`stop_all_queries`], and

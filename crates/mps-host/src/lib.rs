@@ -13,7 +13,7 @@ pub use capture::{
     DEFAULT_SCAN_LIMIT, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture,
     capture_with, daemon_query, gpu_query, read_env, read_host_name,
 };
-pub use children::{StoppedQueries, stop_all_queries};
+pub use children::{StoppedQueries, forbid_queries, stop_all_queries};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
 pub use procfs::{find_daemon, observe_caller, observe_client, observe_process};
 pub use retried::run_retried;

@@ -166,6 +166,11 @@ impl ProcessRunner {
             Ok(program) => program,
             Err(error) => return QueryOutcome::SpawnFailed { error },
         };
+        if let Some(why) = children::forbidden() {
+            return QueryOutcome::SpawnFailed {
+                error: why.to_owned(),
+            };
+        }
         let spawned = children::spawn_registered(
             || spawn(&program, query),
             |(child, _, _)| i32::try_from(child.id()).ok().and_then(Pid::from_raw),

@@ -38,21 +38,31 @@ fn observe(
     run_command: Option<Py<PyAny>>,
 ) -> PyResult<HostFacts> {
     let runner = run_command.map(PyRunner::new);
+    let capture = |runner: &Option<PyRunner>| match runner {
+        None => mps_host::capture(options),
+        Some(runner) => {
+            // As `mps_host::capture` does: the host name is no query's answer.
+            let mut facts = mps_host::capture_with(mps_host::read_env(), runner, options);
+            facts.host_name = Some(mps_host::read_host_name());
+            facts
+        }
+    };
     std::thread::scope(|scope| {
         let (done, mut finished) = std::sync::mpsc::channel();
-        let observation = scope.spawn(move || {
-            let facts = match &runner {
-                None => mps_host::capture(options),
-                Some(runner) => {
-                    // As `mps_host::capture` does: the host name is no query's answer.
-                    let mut facts = mps_host::capture_with(mps_host::read_env(), runner, options);
-                    facts.host_name = Some(mps_host::read_host_name());
-                    facts
-                }
-            };
-            let _ = done.send(());
-            facts
-        });
+        let runner = std::sync::Arc::new(runner);
+        let shared = std::sync::Arc::clone(&runner);
+        let spawned = std::thread::Builder::new()
+            .name("mps-preflight-observe".to_owned())
+            .spawn_scoped(scope, move || {
+                let facts = capture(&shared);
+                let _ = done.send(());
+                facts
+            });
+        // No thread (a process limit, RLIMIT_NPROC; issue 21 part 3): observe on this one,
+        // without the GIL. Each query keeps its deadline, but Ctrl-C waits for them.
+        let Ok(observation) = spawned else {
+            return Ok(py.detach(|| capture(&runner)));
+        };
         loop {
             // The receiver travels into the GIL-free closure and back (it is not `Sync`).
             let (receiver, waited) = py.detach(move || {
@@ -203,9 +213,11 @@ fn write_manifest<'py>(
         Ok(evidence) => evidence,
         Err(message) => return convert::failure(py, "evidence", &message),
     };
+    // Judged before the write, as the CLI does: the one error shape ends with the file's state.
+    let state = sharing_manifest::FileState::before_writing(&path);
     match py.detach(|| sharing_manifest::record_in_manifest(&path, &evidence)) {
         Ok(()) => ("ok",).into_pyobject(py),
-        Err(err) => convert::failure(py, "manifest", &err.to_string()),
+        Err(err) => convert::failure(py, "manifest", &format!("{err}; {state}")),
     }
 }
 

@@ -4,6 +4,7 @@ line: the same stdout, stderr and exit status for the same arguments on the same
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -157,3 +158,61 @@ def test_ctrl_c_in_probe_raises_keyboard_interrupt_and_leaves_no_query(host: Fak
         for pid in _pids(pids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _with_closed(closed: str, command: list[str], host: FakeHost) -> tuple[int, bytes]:
+    """`command` run on `host` with `closed` ("1", "2" or "1 2") closed by the shell; its exit
+    status and whatever it wrote on the descriptors left open."""
+    redirections = " ".join(f"{fd}>&-" for fd in closed.split())
+    result = subprocess.run(
+        ["/bin/sh", "-c", f'exec "$@" {redirections}', "sh", *command],
+        env=host.env, cwd=host.root, stdin=subprocess.DEVNULL, capture_output=True,
+        check=False,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+_COMMANDS = {
+    "console": [str(CONSOLE)],
+    "python -m": [sys.executable, "-m", "mps_preflight"],
+}
+
+
+@pytest.mark.parametrize("closed", ["1", "2", "1 2"])
+@pytest.mark.parametrize("name", list(_COMMANDS))
+def test_closed_standard_streams_still_record_the_manifest(
+    name: str, closed: str, host: FakeHost
+) -> None:
+    # Issue 21 part 4: with stdout or stderr closed, the console command behaves like the
+    # binary: exit 0 with the manifest written (its evidence intact, not mixed with the output
+    # that had nowhere to go), or exit 2 for an input error; never a traceback and exit 1.
+    host.healthy()
+    manifest = host.root / "run.json"
+    status, _ = _with_closed(
+        closed, [*_COMMANDS[name], "probe", *MPS_FLAGS, "--manifest", str(manifest)], host
+    )
+    assert status == 0
+    recorded = json.loads(manifest.read_text())
+    assert recorded["cuda_process_sharing"]["validated"] is True
+    assert sorted(path.name for path in host.root.iterdir()) == [
+        "bin", "pipe", "run.json", "run.json.lock",
+    ]
+    missing = str(host.root / "missing.json")
+    status, _ = _with_closed(closed, [*_COMMANDS[name], "check", "--snapshot", missing], host)
+    assert status == 2
+    if BINARY is not None:
+        manifest.unlink()
+        status, _ = _with_closed(
+            closed, [str(BINARY), "probe", *MPS_FLAGS, "--manifest", str(manifest)], host
+        )
+        assert status == 0
+        assert json.loads(manifest.read_text()) == recorded
+
+
+def test_with_stdout_closed_the_error_still_reaches_stderr(host: FakeHost) -> None:
+    status, said = _with_closed(
+        "1", [str(CONSOLE), "check", "--snapshot", str(host.root / "missing.json")], host
+    )
+    assert status == 2
+    assert said.startswith(b"error: "), said
+    assert b"Traceback" not in said

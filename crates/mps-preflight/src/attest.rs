@@ -10,7 +10,6 @@ use mps_host::AttestOptions;
 use serde_json::Value;
 use sharing_policy::{ATTEST_SCHEMA, AttestFacts, Attestation, OsText, Pid, PipeDirectorySource};
 
-use crate::commands::write_atomically;
 use crate::output::{Output, json_text};
 
 /// The help page's description.
@@ -197,12 +196,13 @@ fn save(path: &Path, facts: &AttestFacts) -> Result<(), Output> {
     let text = serde_json::to_value(facts)
         .map(|value| json_text(&value))
         .map_err(|err| Output::input(format!("cannot encode the attest snapshot: {err}")))?;
-    write_atomically(path, text.as_bytes()).map_err(|err| {
-        Output::input(format!(
-            "{}: cannot write the attest snapshot: {err}",
-            sharing_manifest::quote_path(path)
-        ))
-    })
+    sharing_manifest::write_file(
+        path,
+        text.as_bytes(),
+        "the attest snapshot to --save-snapshot",
+        sharing_manifest::WriteOptions::new(),
+    )
+    .map_err(|err| Output::input(err.to_string()))
 }
 
 /// A PID: ASCII digits, 1 to 2147483647.

@@ -2,7 +2,7 @@
 //! (exit 0 OK, 1 `NonOK`, 2 Unknown; stdout is the message, cut at `max_output_length`, 80 by
 //! default) and Slurm health checks (the first line becomes the drain `Reason=`).
 
-use sharing_policy::{Evidence, Finding, HostFacts, Request};
+use sharing_policy::{Evidence, Finding, Request, Verdict};
 
 use crate::cli::VerdictFormat;
 use crate::output::{Output, Status};
@@ -37,19 +37,18 @@ pub(crate) fn apply(mut output: Output, verdict: &str) -> Output {
     output
 }
 
-/// `output` as it is (JSON), or as one brief line judged from the same request and facts.
+/// `output` as it is (JSON), or as one brief line rendered from the same verdict.
 pub(crate) fn in_format(
     format: VerdictFormat,
     output: Output,
     request: &Request,
-    facts: &HostFacts,
+    judged: &Verdict,
 ) -> Output {
     match format {
         VerdictFormat::Json => output,
         VerdictFormat::Brief => {
-            let findings = sharing_policy::explain(request, facts);
-            let evidence = sharing_policy::validate(request, facts).ok();
-            apply(output, &verdict(request, &findings, evidence.as_ref()))
+            let evidence = judged.result.as_ref().ok();
+            apply(output, &verdict(request, &judged.findings, evidence))
         }
     }
 }

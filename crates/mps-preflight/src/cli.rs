@@ -393,11 +393,13 @@ exits 2"
         help = "Also write Prometheus metrics to FILE, for node_exporter's textfile collector",
         long_help = "\
 Also write Prometheus metrics to FILE (node_exporter's textfile-collector format),
-whether the request was validated or rejected: mps_preflight_validated,
+whether the request was validated or rejected: mps_preflight_validated (the
+evidence's validated: always 0 for a null request), mps_preflight_probe_success,
 mps_preflight_unmet_prerequisites{code}, mps_preflight_daemon_up,
 mps_preflight_probe_duration_seconds, mps_preflight_last_run_timestamp_seconds.
 Written atomically (a temporary file in the same directory, then a rename); a file
-that cannot be written makes the command exit 2"
+that cannot be written makes the command exit 2, saying whether the old file was
+left unchanged"
     )]
     pub(crate) prom_textfile: Option<PathBuf>,
 

@@ -1,13 +1,12 @@
 //! probe, capture, check, doctor and merge: facts in, policy applied, output out.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mps_host::ProbeOptions;
 use serde_json::Value;
+use sharing_manifest::{FileState, WriteOptions};
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
 use crate::cli::{
@@ -17,58 +16,60 @@ use crate::output::{Output, Status, json_text, one_line};
 use crate::report::DoctorReport;
 use crate::{brief, prom, snapshot};
 
-/// `probe`: `capture` then `check`, in memory, then the textfile and the manifest.
+/// `probe`: `capture` then `check`, in memory, then the textfile and the manifest. The request
+/// is judged once (`sharing_policy::judge`); every output renders that one verdict.
 pub(crate) fn probe(args: &ProbeArgs) -> Output {
     let started = Instant::now();
     let request = args.request.to_request();
     let facts = mps_host::capture(&probe_options(&args.request, &request));
-    let result = sharing_policy::validate(&request, &facts);
+    let verdict = sharing_policy::judge(&request, &facts);
     let duration = started.elapsed();
+    let unobserved = if sharing_policy::observes_host(&request) {
+        sharing_policy::nothing_observed(&facts, sharing_policy::Vocabulary::Cli)
+    } else {
+        None
+    };
     let textfile_error = args
         .prom_textfile
         .as_deref()
-        .and_then(|path| prom::write_probe(path, &request, &facts, result.is_ok(), duration).err());
-    let mut output = match (&result, &args.manifest) {
+        .and_then(|path| prom::write_probe(path, &verdict, unobserved.is_none(), duration).err());
+    let mut output = match (&verdict.result, &args.manifest) {
         (Ok(evidence), Some(manifest)) => {
-            // Checked before the write: afterwards the failed write has decided nothing.
-            let existed = manifest.symlink_metadata().is_ok();
+            // Judged before the write: afterwards the failed write has decided nothing.
+            let state = FileState::before_writing(manifest);
             match sharing_manifest::record_in_manifest(manifest, evidence) {
-                Ok(()) => evidence_output(result),
-                Err(err) => Output::input(manifest_failure(&request, manifest, existed, &err)),
+                Ok(()) => evidence_output(&verdict.result),
+                Err(err) => Output::input(manifest_failure(&request, manifest, state, &err)),
             }
         }
-        _ => evidence_output(result),
+        _ => evidence_output(&verdict.result),
     };
-    if request.mode.is_none() && sharing_policy::observes_host(&request) {
-        output = output.with_note(unobserved_note(
-            &facts,
-            "every host field of the evidence is null",
-        ));
+    if request.mode.is_none() {
+        output = output.with_note(unobserved.map(|what| {
+            format!(
+                "nothing about MPS could be observed on this host: {what}; every host field of the evidence is null"
+            )
+        }));
     }
     if let Some(err) = textfile_error {
         output.status = Status::Input;
         output.stdout.clear();
         output.errors.insert(0, err);
     }
-    brief::in_format(args.format, output, &request, &facts)
+    brief::in_format(args.format, output, &request, &verdict)
 }
 
 /// What a failed `--manifest` write says: what was asked, what failed, the file's state.
 fn manifest_failure(
     request: &sharing_policy::Request,
     manifest: &Path,
-    existed: bool,
+    state: FileState,
     err: &sharing_manifest::ManifestError,
 ) -> String {
     let asked = if request.mode.is_some() {
         "the request was validated"
     } else {
         "the null request's evidence was collected"
-    };
-    let state = if existed {
-        "it was left unchanged"
-    } else {
-        "no file was created"
     };
     format!(
         "{asked}, but recording it in --manifest {} failed: {err}; {state}, and the evidence is not printed, so the run has no record of it",
@@ -84,8 +85,9 @@ pub(crate) fn check(args: &CheckArgs) -> Output {
         Err(output) => return output,
     };
     let request = args.request.to_request();
-    let output = evidence_output(sharing_policy::validate(&request, &facts));
-    brief::in_format(args.format, output, &request, &facts)
+    let verdict = sharing_policy::judge(&request, &facts);
+    let output = evidence_output(&verdict.result);
+    brief::in_format(args.format, output, &request, &verdict)
 }
 
 /// `capture`: the snapshot, pretty JSON, on stdout or into `--output`.
@@ -102,23 +104,17 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
         Ok(value) => json_text(&value),
         Err(err) => return Output::input(format!("cannot encode the snapshot as JSON: {err}")),
     };
-    let existed_before = args
-        .output
-        .as_deref()
-        .is_some_and(|path| path.symlink_metadata().is_ok());
     match &args.output {
         None => Output::data(text).with_note(note),
-        Some(path) => match write_atomically(path, text.as_bytes()) {
+        // Parents are created, as CI users expect of an output path (issue 21 part 5).
+        Some(path) => match sharing_manifest::write_file(
+            path,
+            text.as_bytes(),
+            "the snapshot to --output",
+            WriteOptions::new().create_parents(true),
+        ) {
             Ok(()) => Output::data(String::new()).with_note(note),
-            Err(err) => Output::input(format!(
-                "cannot write the snapshot to --output {}: {err}; {}",
-                sharing_manifest::quote_path(path),
-                if existed_before {
-                    "it was left unchanged"
-                } else {
-                    "no file was created"
-                }
-            )),
+            Err(err) => Output::input(err.to_string()),
         },
     }
 }
@@ -134,9 +130,13 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
         },
         None => mps_host::capture(&probe_options(&args.request, &request)),
     };
-    let findings = sharing_policy::explain(&request, &facts);
-    let warnings = sharing_policy::warnings(&request, &facts);
-    let evidence = sharing_policy::validate(&request, &facts).ok();
+    let sharing_policy::Verdict {
+        result,
+        findings,
+        warnings,
+        ..
+    } = sharing_policy::judge(&request, &facts);
+    let evidence = result.ok();
     let attestation = crate::attest::for_doctor(args);
     let stdout = match args.format {
         Format::Human => {
@@ -243,9 +243,9 @@ pub(crate) fn with_learner_uuid(mut facts: HostFacts, args: &RequestArgs) -> Hos
 }
 
 /// Exit 0 with the evidence as one JSON object, or exit 1 with the rejection.
-fn evidence_output(result: Result<Evidence, Rejection>) -> Output {
+fn evidence_output(result: &Result<Evidence, Rejection>) -> Output {
     match result {
-        Ok(evidence) => Output::data(json_text(&sharing_manifest::evidence_to_json(&evidence))),
+        Ok(evidence) => Output::data(json_text(&sharing_manifest::evidence_to_json(evidence))),
         Err(rejection) => Output::rejected(rejection.to_string()),
     }
 }
@@ -365,46 +365,4 @@ fn warnings_human(warnings: &[Finding]) -> String {
         push_details(&mut text, warning, ["found: ", "why:   ", "verify:"]);
     }
     text
-}
-
-/// Temp file in the same directory, write, fsync, rename.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomically_with_mode(path, bytes, 0o666)
-}
-
-/// [`write_atomically`], a new file created with permission bits `mode` less the umask, as
-/// `open(2)` does; a file it replaces keeps its mode. One rule for every file this command
-/// writes (manifests too, in sharing-manifest; issue 16 part 4). Errors name no temporary
-/// file: its random name means nothing to the caller.
-pub(crate) fn write_atomically_with_mode(
-    path: &Path,
-    bytes: &[u8],
-    mode: u32,
-) -> std::io::Result<()> {
-    // tempfile appends " at path <temporary file>" to the OS error's text; drop it.
-    let plain = |err: std::io::Error| {
-        let text = err.to_string();
-        let text = text
-            .split_once(" at path ")
-            .map_or(text.as_str(), |(os, _)| os);
-        std::io::Error::new(err.kind(), text.to_owned())
-    };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let existing = std::fs::metadata(path).ok().map(|meta| meta.permissions());
-    let mut temp = tempfile::Builder::new()
-        .prefix(".mps-preflight-")
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(mode))
-        .tempfile_in(directory)
-        .map_err(plain)?;
-    if let Some(permissions) = existing {
-        temp.as_file().set_permissions(permissions).map_err(plain)?;
-    }
-    temp.write_all(bytes).map_err(plain)?;
-    temp.as_file().sync_all().map_err(plain)?;
-    temp.persist(path).map_err(|err| plain(err.error))?;
-    Ok(())
 }

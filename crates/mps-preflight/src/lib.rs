@@ -76,8 +76,13 @@ where
         }
     };
     if let Err(err) = interrupt::install() {
-        eprintln!("error: cannot install the signal handlers: {err}");
-        return Status::Input.code();
+        // Under a process limit (RLIMIT_NPROC) the handler's thread cannot start. A query
+        // started without it could outlive a Ctrl-C, so none starts: the observation is
+        // unrecorded, which rejects an explicit request and leaves a null one's fields null
+        // (issue 21 part 3). Commands that run no query work as usual.
+        mps_host::forbid_queries(format!(
+            "the signal handler could not be installed ({err}), and a query started without it could outlive an interrupted run"
+        ));
     }
     execute(&cli).emit()
 }

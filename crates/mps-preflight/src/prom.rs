@@ -5,57 +5,49 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sharing_policy::{Code, Evidence, Finding, HostFacts, Request};
+use sharing_policy::{Code, Verdict};
 
-/// What one probe saw, as the metrics report it.
+/// What one probe saw, as the metrics report it: renderings of the probe's one verdict, never
+/// a judgement of their own (issue 25), so the textfile says what the evidence says.
 pub(crate) struct ProbeMetrics<'a> {
-    /// Whether the request was validated.
-    pub(crate) validated: bool,
-    /// Every unmet prerequisite (`explain`).
-    pub(crate) findings: &'a [Finding],
-    /// The ambient state: the request judged as a null request, which never fails (`None` only
-    /// if it did anyway); gives the pipe directory, the GPU and whether a daemon answered.
-    pub(crate) ambient: Option<&'a Evidence>,
+    /// The request judged once: its evidence's `validated`, its findings, the ambient state.
+    pub(crate) verdict: &'a Verdict,
+    /// Whether the probe ran and the host answered: false when the probe needed the host and
+    /// nothing about MPS could be observed (no GPU table and no daemon: the stderr note).
+    pub(crate) answered: bool,
     /// How long observing and judging took.
     pub(crate) duration: Duration,
     /// When the probe ran.
     pub(crate) finished: SystemTime,
 }
 
-/// The request with its mode left null: what the host shows, whatever was asked.
-pub(crate) fn ambient_evidence(request: &Request, facts: &HostFacts) -> Option<Evidence> {
-    let null = Request {
-        mode: None,
-        ..request.clone()
-    };
-    sharing_policy::validate(&null, facts).ok()
-}
-
-/// The textfile's contents: five metrics, each with `# HELP` and `# TYPE`.
+/// The textfile's contents: six metrics, each with `# HELP` and `# TYPE`.
 pub(crate) fn render(metrics: &ProbeMetrics<'_>) -> String {
-    let pipe_directory = metrics
-        .ambient
-        .and_then(|evidence| evidence.pipe_directory.as_deref())
-        .unwrap_or("");
-    let gpu_uuid = metrics
-        .ambient
-        .and_then(|evidence| evidence.learner_gpu_uuid.as_deref())
-        .unwrap_or("");
-    let daemon_up = metrics
-        .ambient
-        .is_some_and(|evidence| evidence.ambient_server);
+    let ambient = &metrics.verdict.ambient;
+    let pipe_directory = ambient.pipe_directory.as_deref().unwrap_or("");
+    let gpu_uuid = ambient.learner_gpu_uuid.as_deref().unwrap_or("");
     let mut text = String::new();
     header(
         &mut text,
         "mps_preflight_validated",
-        "1 when the request was proven to share one GPU through a live CUDA MPS daemon, else 0.",
+        "1 when the request was proven to share one GPU through a live CUDA MPS daemon (the evidence's validated), else 0; always 0 for a null request.",
     );
     let _ = writeln!(
         text,
         "mps_preflight_validated{{pipe_directory=\"{}\",gpu_uuid=\"{}\"}} {}",
         escape_label(pipe_directory),
         escape_label(gpu_uuid),
-        u8::from(metrics.validated)
+        u8::from(metrics.verdict.validated())
+    );
+    header(
+        &mut text,
+        "mps_preflight_probe_success",
+        "1 when the probe ran and the host answered (a GPU table was read or a control daemon answered), else 0.",
+    );
+    let _ = writeln!(
+        text,
+        "mps_preflight_probe_success {}",
+        u8::from(metrics.answered)
     );
     header(
         &mut text,
@@ -63,7 +55,7 @@ pub(crate) fn render(metrics: &ProbeMetrics<'_>) -> String {
         "1 for each prerequisite (by code) that blocks the request, else 0.",
     );
     for code in Code::ALL {
-        let unmet = metrics.findings.iter().any(|finding| finding.code == code);
+        let unmet = (metrics.verdict.findings.iter()).any(|finding| finding.code == code);
         let _ = writeln!(
             text,
             "mps_preflight_unmet_prerequisites{{code=\"{}\"}} {}",
@@ -76,7 +68,11 @@ pub(crate) fn render(metrics: &ProbeMetrics<'_>) -> String {
         "mps_preflight_daemon_up",
         "1 when an MPS control daemon answered a read-only query on the pipe directory, else 0.",
     );
-    let _ = writeln!(text, "mps_preflight_daemon_up {}", u8::from(daemon_up));
+    let _ = writeln!(
+        text,
+        "mps_preflight_daemon_up {}",
+        u8::from(ambient.ambient_server)
+    );
     header(
         &mut text,
         "mps_preflight_probe_duration_seconds",
@@ -104,35 +100,35 @@ pub(crate) fn render(metrics: &ProbeMetrics<'_>) -> String {
     text
 }
 
-/// The metrics of one probe, written to `path`; the error is the message to print.
+/// The metrics of one probe, written to `path`; the error is the message to print, saying
+/// whether an old textfile (stale metrics that `node_exporter` still serves) was left in place.
 pub(crate) fn write_probe(
     path: &Path,
-    request: &Request,
-    facts: &HostFacts,
-    validated: bool,
+    verdict: &Verdict,
+    answered: bool,
     duration: Duration,
 ) -> Result<(), String> {
-    let findings = sharing_policy::explain(request, facts);
-    let ambient = ambient_evidence(request, facts);
     let text = render(&ProbeMetrics {
-        validated,
-        findings: &findings,
-        ambient: ambient.as_ref(),
+        verdict,
+        answered,
         duration,
         finished: SystemTime::now(),
     });
-    write(path, &text).map_err(|err| {
-        format!(
-            "{}: cannot write the Prometheus textfile: {err}",
-            path.display()
-        )
+    // Readable by node_exporter whatever user it runs as (0644 less the umask).
+    sharing_manifest::write_file(
+        path,
+        text.as_bytes(),
+        "the Prometheus textfile to --prom-textfile",
+        sharing_manifest::WriteOptions::new().new_file_mode(0o644),
+    )
+    .map_err(|err| {
+        let stale = if err.state == sharing_manifest::FileState::Unchanged {
+            " (node_exporter still serves its old metrics)"
+        } else {
+            ""
+        };
+        format!("{err}{stale}")
     })
-}
-
-/// Writes the textfile atomically (a temp file in the same directory, then a rename), readable
-/// by `node_exporter` whatever user it runs as.
-fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    crate::commands::write_atomically_with_mode(path, text.as_bytes(), 0o644)
 }
 
 fn header(text: &mut String, name: &str, help: &str) {

@@ -44,14 +44,22 @@ fn is_stdin(path: &Path) -> bool {
 fn read_stdin(deadline: Duration) -> Result<Value, String> {
     let cap = sharing_manifest::MAX_FILE_BYTES;
     let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let read = std::io::stdin()
-            .lock()
-            .take(cap + 1)
-            .read_to_end(&mut bytes);
-        let _ = sender.send(read.map(|_| bytes));
-    });
+    let spawned = std::thread::Builder::new()
+        .name("stdin".to_owned())
+        .spawn(move || {
+            let mut bytes = Vec::new();
+            let read = std::io::stdin()
+                .lock()
+                .take(cap + 1)
+                .read_to_end(&mut bytes);
+            let _ = sender.send(read.map(|_| bytes));
+        });
+    // Without a thread (RLIMIT_NPROC, issue 21 part 3) the read could not be bounded in time.
+    if let Err(err) = spawned {
+        return Err(format!(
+            "standard input: cannot start a thread to read the snapshot within its deadline: {err}; pass --snapshot FILE"
+        ));
+    }
     let bytes = match receiver.recv_timeout(deadline) {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(err)) => return Err(format!("standard input: cannot read the snapshot: {err}")),

@@ -15,7 +15,6 @@ use serde_json::Value;
 use sharing_policy::{Evidence, Rejection};
 
 use crate::cli::TestArgs;
-use crate::commands;
 use crate::output::{Output, Status};
 use cases::{Case, CaseFile, Expect};
 
@@ -64,13 +63,15 @@ pub(crate) fn test(args: &TestArgs) -> Output {
         ));
     }
     if let Some(path) = &args.junit
-        && let Err(err) = commands::write_atomically(path, junit::report(&results).as_bytes())
+        && let Err(err) = sharing_manifest::write_file(
+            path,
+            junit::report(&results).as_bytes(),
+            "the JUnit report to --junit",
+            sharing_manifest::WriteOptions::new(),
+        )
     {
         output.status = Status::Input;
-        output.errors.push(format!(
-            "{}: cannot write the JUnit report: {err}",
-            path.display()
-        ));
+        output.errors.push(err.to_string());
     }
     output
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, OFlags, flock};
 
-use crate::file::ManifestError;
+use crate::error::ManifestError;
 
 /// How long a writer waits for the lock before it gives up and leaves the manifest untouched.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);

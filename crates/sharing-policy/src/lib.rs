@@ -18,6 +18,7 @@ mod served;
 mod start;
 mod text;
 mod unobserved;
+mod verdict;
 mod vocabulary;
 
 use assess::{Unmet, Wanted};
@@ -45,6 +46,7 @@ pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
 pub use unobserved::nothing_observed;
+pub use verdict::{Verdict, judge};
 pub use vocabulary::Vocabulary;
 
 /// The longest control socket path (`<pipe directory>/control`) the validator accepts: an

@@ -6,6 +6,8 @@ use crate::support::FakeHost;
 #[test]
 fn arguments_with_newlines_cannot_forge_an_error_line() {
     let host = FakeHost::new();
+    // capture --output creates missing directories: a regular file stands in the way.
+    std::fs::write(host.root().join("not-a-dir"), "").unwrap();
     for argv in [
         &["bogus\nerror: forged"][..],
         &[
@@ -18,7 +20,7 @@ fn arguments_with_newlines_cannot_forge_an_error_line() {
             "mjwarp",
         ],
         &["merge", "m\nerror: forged.json"],
-        &["capture", "--output", "missing-dir/\nerror: forged.json"],
+        &["capture", "--output", "not-a-dir/\nerror: forged/h.json"],
     ] {
         let run = host.run(argv);
         assert_eq!(run.code, 2, "{argv:?}\n{}", run.render());

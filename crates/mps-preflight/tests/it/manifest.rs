@@ -175,8 +175,10 @@ fn a_failed_write_says_what_was_asked_and_the_files_state() {
         "{}",
         run.stderr
     );
-    let run = host.run(&["capture", "--output", "/nonexistent-dir/h.json"]);
+    // capture --output creates missing directories, so the directory is a regular file here.
+    std::fs::write(host.root().join("plain"), "").unwrap();
+    let run = host.run(&["capture", "--output", "plain/h.json"]);
     assert_eq!((run.code, run.stdout.as_str()), (2, ""));
     assert!(!run.stderr.contains(".tmp"), "{}", run.stderr);
-    insta::assert_snapshot!(run.stderr.lines().last().unwrap(), @"error: cannot write the snapshot to --output '/nonexistent-dir/h.json': No such file or directory (os error 2); no file was created");
+    insta::assert_snapshot!(run.stderr.lines().last().unwrap(), @"error: cannot write the snapshot to --output: 'plain': cannot create the directory: File exists (os error 17); no file was created");
 }

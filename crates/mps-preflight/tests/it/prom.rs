@@ -81,20 +81,25 @@ fn sample(line: &str) -> (String, BTreeMap<String, String>, f64) {
     (name, labels, value)
 }
 
-/// `promtool check metrics` on `text`: `None` (after saying why) when promtool is not
-/// installed, except under CI, where `.ci/run` installs it and its absence fails.
-fn promtool(text: &str) -> Option<(bool, String)> {
-    let Some(promtool) = ["/usr/bin/promtool", "/bin/promtool"]
+/// The path of `promtool`: `None` (after saying why) when it is not installed, except under
+/// CI, where `.ci/run` installs it and its absence fails.
+fn promtool_path() -> Option<&'static str> {
+    let found = ["/usr/bin/promtool", "/bin/promtool"]
         .into_iter()
-        .find(|path| Path::new(path).exists())
-    else {
+        .find(|path| Path::new(path).exists());
+    if found.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
             "promtool is missing under CI (.ci/run installs Debian's prometheus)"
         );
         eprintln!("skipping promtool: install Debian's `prometheus` package");
-        return None;
-    };
+    }
+    found
+}
+
+/// `promtool check metrics` on `text`: `None` when promtool is not installed.
+fn promtool(text: &str) -> Option<(bool, String)> {
+    let promtool = promtool_path()?;
     let mut child = spawn(
         Command::new(promtool)
             .args(["check", "metrics"])
@@ -148,6 +153,7 @@ fn check_metrics(text: &str, validated: bool, pipe: &Path, unmet: &[&str]) {
     let (meta, samples) = parse(text);
     let names = [
         "mps_preflight_validated",
+        "mps_preflight_probe_success",
         "mps_preflight_unmet_prerequisites",
         "mps_preflight_daemon_up",
         "mps_preflight_probe_duration_seconds",
@@ -264,10 +270,76 @@ fn an_unwritable_textfile_is_exit_2_and_leaves_nothing_behind() {
     assert_eq!(run.code, 2, "{}", run.render());
     assert!(run.stdout.is_empty(), "{}", run.render());
     assert!(
-        run.stderr.starts_with("error: ") && run.stderr.contains("Prometheus textfile"),
+        run.stderr.starts_with("error: ")
+            && run.stderr.contains("Prometheus textfile")
+            && run.stderr.contains("; no file was created"),
         "{}",
         run.render()
     );
+}
+
+/// Issue 21 part 6: an operator must know that stale metrics are still served.
+#[test]
+fn a_textfile_that_cannot_be_replaced_says_it_was_left_unchanged() {
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("").socket();
+    let path = host.root().join("old.prom");
+    fs::write(&path, "mps_preflight_validated 1\n").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+    let run = host.run(&args(
+        "probe",
+        &MPS_REQUEST,
+        &["--prom-textfile", path.to_str().expect("UTF-8")],
+    ));
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""), "{}", run.render());
+    insta::assert_snapshot!(host.redact(&run.stderr, None), @"error: cannot write the Prometheus textfile to --prom-textfile: '[HOST]/old.prom': not writable by this user (mode 0444 grants no write permission); it was left unchanged (node_exporter still serves its old metrics)");
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "mps_preflight_validated 1\n"
+    );
+}
+
+/// Issue 21 part 6: a null probe on a host with no GPU tool and no daemon validated nothing,
+/// and its probe observed nothing: both gauges are 0, as the evidence says.
+#[test]
+fn a_null_probe_on_an_empty_host_is_not_validated_and_not_a_success() {
+    let host = FakeHost::new();
+    let path = host.root().join("null.prom");
+    let run = host.run(&[
+        "probe",
+        "--learner-device",
+        "cuda:0",
+        "--prom-textfile",
+        path.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.render());
+    let evidence: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(evidence["validated"], false);
+    let text = fs::read_to_string(&path).unwrap();
+    check_metrics(&text, false, host.pipe(), &[]);
+    let (_, samples) = parse(&text);
+    assert_eq!(value(&samples, "mps_preflight_probe_success"), 0.0);
+    assert_eq!(value(&samples, "mps_preflight_daemon_up"), 0.0);
+}
+
+/// A null probe on a healthy host: the probe succeeded, the daemon is up, yet nothing was
+/// validated (a null request claims nothing); an explicit one there is validated.
+#[test]
+fn probe_success_and_validated_are_separate_questions() {
+    let mut host = FakeHost::new();
+    host.one_gpu().daemon_answers("").socket();
+    let path = host.root().join("m.prom");
+    let path_text = path.to_str().expect("UTF-8");
+    for (request, validated) in [(&MPS_REQUEST[2..], 0.0), (&MPS_REQUEST[..], 1.0)] {
+        let run = host.run(&args("probe", request, &["--prom-textfile", path_text]));
+        assert_eq!(run.code, 0, "{}", run.render());
+        let evidence: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let (_, samples) = parse(&fs::read_to_string(&path).unwrap());
+        assert_eq!(value(&samples, "mps_preflight_validated"), validated);
+        assert_eq!(evidence["validated"], validated == 1.0);
+        assert_eq!(value(&samples, "mps_preflight_probe_success"), 1.0);
+        assert_eq!(value(&samples, "mps_preflight_daemon_up"), 1.0);
+    }
 }
 
 #[test]
@@ -280,5 +352,35 @@ fn the_round_trip_parser_rejects_what_promtool_rejects() {
         broken.replace("mps_preflight_validated", "x")
     )) {
         assert!(!ok, "promtool accepted a broken file: {said}");
+    }
+}
+
+/// Issue 21 part 6: the shipped alert rules (docs/node-health.md) are valid, and their unit
+/// tests (each alert fires on its own series, a healthy node stays silent) pass.
+#[test]
+fn the_shipped_alert_rules_pass_promtool() {
+    let Some(promtool) = promtool_path() else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/prometheus");
+    for check in [
+        ["check", "rules", "mps-preflight-rules.yml"],
+        ["test", "rules", "mps-preflight-rules.test.yml"],
+    ] {
+        let output = spawn(
+            Command::new(promtool)
+                .args(check)
+                .current_dir(&dir)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .wait_with_output()
+        .expect("promtool runs");
+        assert!(
+            output.status.success(),
+            "promtool {check:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }

@@ -399,6 +399,34 @@ impl FakeHost {
         Some(finish(&mut command))
     }
 
+    /// Runs the binary as `uid` (a user with no other process, so its process count is this
+    /// run's alone) under `RLIMIT_NPROC` = `nproc`, through `prlimit` and `setpriv`. `None`
+    /// where that is not possible (not root, or no `setpriv`/`prlimit`).
+    pub(crate) fn run_limited(&self, uid: u32, nproc: u32, args: &[&str]) -> Option<Run> {
+        let prlimit = Path::new("/usr/bin/prlimit");
+        if !prlimit.exists() {
+            eprintln!("skipping: prlimit (util-linux) is not installed");
+            return None;
+        }
+        // Makes the copy of the binary and the directories reachable, or says why not.
+        self.run_as_nobody(&["--version"])?;
+        let copy = self.dir.path().join("bin").join("mps-preflight-copy");
+        let mut command = Command::new(prlimit);
+        command
+            .arg(format!("--nproc={nproc}:{nproc}"))
+            .arg("--")
+            .arg(system_program("setpriv"))
+            .arg(format!("--reuid={uid}"))
+            .arg(format!("--regid={uid}"))
+            .args(["--clear-groups", "--"])
+            .arg(&copy)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.dir.path())
+            .args(args);
+        Some(finish(&mut command))
+    }
+
     /// Replaces this host's temp paths, the machine's host name (as a JSON `host_name` value)
     /// and `pid`, when given, with stable names, for snapshots.
     pub(crate) fn redact(&self, text: &str, pid: Option<u32>) -> String {

@@ -475,6 +475,22 @@ proptest! {
         }
     }
 
+    /// Issue 25, "decide once": the one-walk verdict every renderer prints is exactly what the
+    /// separate calls return, so no rendering can disagree with the evidence.
+    #[test]
+    fn judge_agrees_with_validate_explain_and_warnings(request in any_request(), facts in any_facts()) {
+        let verdict = sharing_policy::judge(&request, &facts);
+        prop_assert_eq!(&verdict.result, &validate(&request, &facts));
+        prop_assert_eq!(&verdict.findings, &explain(&request, &facts));
+        prop_assert_eq!(&verdict.warnings, &sharing_policy::warnings(&request, &facts));
+        let null = Request { mode: None, ..request.clone() };
+        prop_assert_eq!(Ok(verdict.ambient.clone()), validate(&null, &facts));
+        prop_assert_eq!(
+            verdict.validated(),
+            validate(&request, &facts).is_ok_and(|evidence| evidence.validated)
+        );
+    }
+
     #[test]
     fn a_null_request_never_rejects(request in any_request(), facts in any_facts()) {
         let request = Request { mode: None, ..request };

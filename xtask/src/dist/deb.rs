@@ -214,3 +214,49 @@ fn chmod(path: &Path, mode: u32) -> Result<(), String> {
 fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|err| format!("{}: {err}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// dpkg reads a control file as RFC 822-style fields: a blank line would end the paragraph,
+    /// and a description's continuation lines must start with a space.
+    fn assert_one_paragraph(text: &str) {
+        for line in text.trim_end_matches('\n').lines() {
+            assert!(!line.trim().is_empty(), "a blank line in {text:?}");
+            let continuation = line.starts_with(' ');
+            let field = line.split_once(": ").is_some_and(|(name, _)| {
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+            assert!(continuation || field, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn the_control_file_is_one_paragraph_that_needs_only_glibc_2_17() {
+        let control = control("0.2.0", 3451);
+        assert_one_paragraph(&control);
+        assert!(control.contains("\nVersion: 0.2.0\n"), "{control}");
+        assert!(control.contains("\nInstalled-Size: 3451\n"), "{control}");
+        assert!(
+            control.contains("\nDepends: libc6 (>= 2.17)\n"),
+            "{control}"
+        );
+        assert!(control.ends_with('\n'));
+    }
+
+    #[test]
+    fn installed_size_rounds_up_to_kib() {
+        let dir = std::env::temp_dir().join(format!("xtask-deb-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write(&dir.join("usr/bin/a"), &[0; 1025]).unwrap();
+        write(&dir.join("usr/share/b"), &[0; 10]).unwrap();
+        assert_eq!(installed_kib(&dir), 2);
+        let mode = std::fs::metadata(dir.join("usr/share"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

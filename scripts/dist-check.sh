@@ -80,7 +80,9 @@ done
 step "auditwheel show"
 tools="$root/target/dist-tools/bin"
 "$tools/auditwheel" show "$wheel" >"$work/auditwheel.txt"
-grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"' "$work/auditwheel.txt" ||
+# auditwheel wraps its sentences: compare with the line breaks folded into spaces.
+tr -s ' \n' '  ' <"$work/auditwheel.txt" |
+  grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"' ||
   { cat "$work/auditwheel.txt"; fail "auditwheel: not manylinux_2_17_x86_64"; }
 python3 - "$wheel" "$sdist" <<'EOF' || fail "the wheel's or sdist's metadata"
 import sys, tarfile, zipfile
@@ -123,7 +125,7 @@ env -i PATH=/usr/bin:/bin HOME="$work" \
   venv=$1 wheel=$2 version=$3 fixture=$4 tests=$5 expected=$6; shift 6
   if command -v cargo || command -v rustc; then echo "cargo or rustc on PATH" >&2; exit 1; fi
   /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel" pytest
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel" pytest mypy
   cd "$(dirname "$venv")" # away from the source tree: the installed package is imported
   "$venv/bin/python" -c "
 import sys, mps_preflight

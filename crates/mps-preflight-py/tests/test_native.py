@@ -296,5 +296,7 @@ def test_the_console_command_is_the_cli(host: FakeHost) -> None:
     assert host.cli("check", "--snapshot", str(host.root / "missing.json"), *MPS_FLAGS).code == 2
     assert host.cli("--rank").code == 2
     version = host.cli("--version")
-    assert (version.code, version.stdout) == (0, f"mps-preflight {mps_preflight.__version__}\n")
+    # `mps-preflight 0.2.0 (<commit>, <target>)` (issue 22): the same release as __version__.
+    assert version.code == 0
+    assert version.stdout.startswith(f"mps-preflight {mps_preflight.__version__} ("), version.stdout
     assert host.cli("probe", "--help").stdout.startswith("Observe this host")

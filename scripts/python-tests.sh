@@ -6,7 +6,9 @@
 #   3. `pip install ./crates/mps-preflight-py` (builds the extension from source), then pytest:
 #      the native API, the compat API and the real daemons;
 #   4. `maturin build --release` (the abi3 wheel), installed into a fresh virtual environment,
-#      imported and run; its size and `python -X importtime` are printed.
+#      imported and run; its size and `python -X importtime` are printed. With
+#      MPS_PREFLIGHT_WHEEL set (.ci/run: the manylinux2014 wheel of `cargo xtask dist`), that
+#      wheel instead of a new build.
 #
 # Usage: scripts/python-tests.sh
 #   PYTHON                      the interpreter to build venvs from (default: python3)
@@ -40,12 +42,17 @@ echo "python: pip install ./crates/mps-preflight-py"
 echo "python: pytest crates/mps-preflight-py"
 "$venv/bin/python" -m pytest crates/mps-preflight-py -q -p no:cacheprovider
 
-echo "python: maturin build --release (abi3 wheel)"
-rm -f target/wheels/mps_preflight-*.whl
-"$venv/bin/maturin" build --release --quiet -m crates/mps-preflight-py/Cargo.toml
-wheels=(target/wheels/mps_preflight-*-cp39-abi3-*.whl)
-wheel="$PWD/${wheels[0]}"
-[ -f "$wheel" ] || { echo "python: no abi3 wheel in target/wheels" >&2; exit 1; }
+if [ -n "${MPS_PREFLIGHT_WHEEL:-}" ]; then
+  wheel="$MPS_PREFLIGHT_WHEEL"
+  [ -f "$wheel" ] || { echo "python: no wheel at $wheel" >&2; exit 1; }
+else
+  echo "python: maturin build --release (abi3 wheel)"
+  rm -f target/wheels/mps_preflight-*.whl
+  "$venv/bin/maturin" build --release --quiet -m crates/mps-preflight-py/Cargo.toml
+  wheels=(target/wheels/mps_preflight-*-cp39-abi3-*.whl)
+  wheel="$PWD/${wheels[0]}"
+  [ -f "$wheel" ] || { echo "python: no abi3 wheel in target/wheels" >&2; exit 1; }
+fi
 
 fresh="$work/fresh"
 rm -rf "$fresh"

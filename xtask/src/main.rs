@@ -6,8 +6,10 @@
 //! - `cargo xtask bench` measures the release binary on a fake host (BENCHMARKS.md).
 //! - `cargo xtask fuzz` runs the cargo-fuzz targets of `fuzz/` for a while each (README.md).
 //! - `cargo xtask package` packages the library crates and checks what each package holds.
+//! - `cargo xtask dist` builds the release artifacts into `target/dist/` (docs/deploy.md).
 
 mod bench;
+mod dist;
 // Test-only: the dependency budget of ARCHITECTURE.md, checked with `cargo tree`.
 #[cfg(test)]
 mod budget;
@@ -26,6 +28,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(args.get(1..).unwrap_or_default()),
         Some("fuzz") => fuzz::run(args.get(1..).unwrap_or_default()),
         Some("package") => package::run(),
+        Some("dist") => dist::run(),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -37,7 +40,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz|package>
+const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz|package|dist>
   ci      fmt --check, clippy -D warnings, tests, docs (warnings denied), layers, deny
   layers  check that every crate depends only on the layers below it (ARCHITECTURE.md)
   deny    cargo deny check bans licenses sources (installs cargo-deny when missing)
@@ -46,7 +49,10 @@ const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz|package>
   fuzz    run each cargo-fuzz target (`--seconds N` each, default 600; optionally TARGET...)
           on a scratch copy of fuzz/seeds; installs cargo-fuzz when missing; not part of ci
   package cargo package --workspace (the library crates), then each .crate file's contents
-          checked (no fixtures, snapshots, benches or target files) and its size reported";
+          checked (no fixtures, snapshots, benches or target files) and its size reported
+  dist    the release artifacts in target/dist/: the glibc 2.17 CLI, its tar.gz and .deb, the
+          manylinux2014 abi3 wheel, the sdist, SHA256SUMS (pinned tools in target/dist-tools);
+          scripts/dist-check.sh checks them";
 
 fn ci() -> Result<(), String> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;

@@ -148,7 +148,7 @@ fn list_crate(file: &Path) -> Result<Vec<String>, String> {
 
 /// Every entry of the package `root` (its top folder, `name-version`) that a consumer does not
 /// need, and every required file that is missing. Allowed: cargo's own files, the README, the
-/// licence files and Rust sources under `src/`.
+/// licence files, a build script and Rust sources under `src/`.
 fn leaks(root: &str, entries: &[String]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut files = Vec::new();
@@ -165,6 +165,7 @@ fn leaks(root: &str, entries: &[String]) -> Vec<String> {
         }
         let allowed = CARGO_FILES.contains(&path)
             || REQUIRED.contains(&path)
+            || path == "build.rs" // the binary's version string (issue 22)
             || (path.starts_with("src/") && Path::new(path).extension() == Some("rs".as_ref()));
         if !allowed {
             problems.push(format!(

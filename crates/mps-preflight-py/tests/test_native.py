@@ -177,14 +177,23 @@ def test_record_and_write_manifest_keep_every_other_key(tmp_path: Path) -> None:
     written = json.loads(path.read_text())
     # The file write also names the evidence's schema beside it (issue 13); `record` keeps the
     # reference module's in-memory shape.
-    assert list(written) == ["run_id", "steps", "cuda_process_sharing", "cuda_process_sharing_schema"]
+    assert list(written) == [
+        "run_id",
+        "steps",
+        "cuda_process_sharing",
+        "cuda_process_sharing_schema",
+        "cuda_process_sharing_writer",
+    ]
     assert written["cuda_process_sharing"] == evidence.to_dict()
     assert written["cuda_process_sharing_schema"] == "mps-preflight/evidence/v1"
+    # The release that wrote it is this package's version (issue 22).
+    assert written["cuda_process_sharing_writer"] == f"mps-preflight {mps_preflight.__version__}"
 
     mps_preflight.write_manifest(tmp_path / "new.json", evidence)
     assert json.loads((tmp_path / "new.json").read_text()) == {
         "cuda_process_sharing": evidence.to_dict(),
         "cuda_process_sharing_schema": "mps-preflight/evidence/v1",
+        "cuda_process_sharing_writer": f"mps-preflight {mps_preflight.__version__}",
     }
 
 
@@ -287,5 +296,7 @@ def test_the_console_command_is_the_cli(host: FakeHost) -> None:
     assert host.cli("check", "--snapshot", str(host.root / "missing.json"), *MPS_FLAGS).code == 2
     assert host.cli("--rank").code == 2
     version = host.cli("--version")
-    assert (version.code, version.stdout) == (0, f"mps-preflight {mps_preflight.__version__}\n")
+    # `mps-preflight 0.2.0 (<commit>, <target>)` (issue 22): the same release as __version__.
+    assert version.code == 0
+    assert version.stdout.startswith(f"mps-preflight {mps_preflight.__version__} ("), version.stdout
     assert host.cli("probe", "--help").stdout.startswith("Observe this host")

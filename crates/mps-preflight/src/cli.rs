@@ -45,12 +45,23 @@ Nothing here starts, stops or reconfigures an MPS daemon, and nothing initialise
 the host is observed with `nvidia-smi` and read-only `nvidia-cuda-mps-control` queries.
 ";
 
+/// `--version`: the release, then the commit and the target it was built from (build.rs), as
+/// `0.2.0 (3a62974, x86_64-unknown-linux-gnu.2.17)`.
+pub(crate) const BUILD_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("MPS_PREFLIGHT_BUILD_COMMIT"),
+    ", ",
+    env!("MPS_PREFLIGHT_BUILD_TARGET"),
+    ")"
+);
+
 /// Answers, fail-closed, whether a learner and a collector process will really share one
 /// physical GPU through a live CUDA MPS daemon, and records the evidence.
 #[derive(Debug, Parser)]
 #[command(
     name = "mps-preflight",
-    version,
+    version = BUILD_VERSION,
     about = "Answers, fail-closed, whether a learner and a collector will really share one physical GPU through a live CUDA MPS daemon",
     long_about = "\
 Answers, fail-closed, whether a learner and a collector process will really share one physical

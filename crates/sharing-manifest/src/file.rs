@@ -10,7 +10,10 @@ use serde_json::{Map, Value};
 use sharing_policy::Evidence;
 
 use crate::error::ManifestError;
-use crate::json::{EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, evidence_to_json, kind_of};
+use crate::json::{
+    EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, MANIFEST_WRITER, MANIFEST_WRITER_KEY,
+    evidence_to_json, kind_of,
+};
 use crate::lock::{LOCK_WAIT, ManifestLock};
 use crate::write::{checked_target, ensure_regular, replace};
 
@@ -34,7 +37,8 @@ pub fn read_json_file(path: &Path) -> Result<Value, ManifestError> {
 }
 
 /// Records `evidence` in the manifest at `path` under `cuda_process_sharing`, and its version
-/// ([`crate::EVIDENCE_SCHEMA`]) beside it under `cuda_process_sharing_schema`.
+/// ([`crate::EVIDENCE_SCHEMA`]) beside it under `cuda_process_sharing_schema`, then the release
+/// that wrote it ([`crate::MANIFEST_WRITER`]) under `cuda_process_sharing_writer`.
 ///
 /// - An existing manifest must be a regular file (not a symbolic link) holding a JSON object
 ///   of at most [`MAX_FILE_BYTES`] that this user can already write. Every other key keeps its
@@ -42,7 +46,8 @@ pub fn read_json_file(path: &Path) -> Result<Value, ManifestError> {
 ///   file keeps its permission bits when this user owns it (never a set-ID or sticky bit;
 ///   another user's file gets the new-file mode, see [`crate::write_file`]) and, when the OS
 ///   allows it, its owner and group.
-/// - A missing manifest is created as `{"cuda_process_sharing": …, "cuda_process_sharing_schema": …}` with the usual
+/// - A missing manifest is created as `{"cuda_process_sharing": …, "cuda_process_sharing_schema": …,
+///   "cuda_process_sharing_writer": …}` with the usual
 ///   permissions for a new file (0666 less the umask). Its directory must exist.
 ///
 /// The new content is written to a temporary file in the same directory, flushed to disk,
@@ -129,10 +134,12 @@ fn write_document(
 }
 
 /// The evidence under [`MANIFEST_KEY`] (with `preserve_order`, an existing key keeps its
-/// position) and its version under [`MANIFEST_SCHEMA_KEY`], right after it.
+/// position), its version under [`MANIFEST_SCHEMA_KEY`] right after it, then the release that
+/// wrote it under [`MANIFEST_WRITER_KEY`].
 fn insert_evidence(document: &mut Map<String, Value>, evidence: &Evidence) {
     document.insert(MANIFEST_KEY.to_owned(), evidence_to_json(evidence));
     document.shift_remove(MANIFEST_SCHEMA_KEY);
+    document.shift_remove(MANIFEST_WRITER_KEY);
     let beside = document
         .keys()
         .position(|key| key == MANIFEST_KEY)
@@ -141,6 +148,11 @@ fn insert_evidence(document: &mut Map<String, Value>, evidence: &Evidence) {
         beside,
         MANIFEST_SCHEMA_KEY.to_owned(),
         Value::from(EVIDENCE_SCHEMA),
+    );
+    document.shift_insert(
+        beside + 1,
+        MANIFEST_WRITER_KEY.to_owned(),
+        Value::from(MANIFEST_WRITER),
     );
 }
 

@@ -16,6 +16,15 @@ pub const EVIDENCE_SCHEMA: &str = "mps-preflight/evidence/v1";
 /// The manifest key that records [`EVIDENCE_SCHEMA`], beside [`MANIFEST_KEY`].
 pub const MANIFEST_SCHEMA_KEY: &str = "cuda_process_sharing_schema";
 
+/// The manifest key that names the release that wrote the record (issue 22), right after
+/// [`MANIFEST_SCHEMA_KEY`]: a fleet can tell which build wrote a record. Its value is
+/// [`MANIFEST_WRITER`]. Informational: readers never require or check it.
+pub const MANIFEST_WRITER_KEY: &str = "cuda_process_sharing_writer";
+
+/// `mps-preflight <version>`: the workspace's crates share one version, so this is also the
+/// CLI's `--version` and the Python package's `__version__`.
+pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERSION"));
+
 /// The evidence keys, in the order they are written: the seed's `to_dict` order, then
 /// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`.
 pub const EVIDENCE_KEYS: [&str; 24] = [

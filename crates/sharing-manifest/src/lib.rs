@@ -16,8 +16,8 @@ pub use attestation::{
 pub use error::{ManifestError, quote_path};
 pub use file::{MAX_FILE_BYTES, read_json_file, record_in_manifest, record_in_manifest_within};
 pub use json::{
-    EVIDENCE_KEYS, EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, evidence_from_json,
-    evidence_to_json,
+    EVIDENCE_KEYS, EVIDENCE_SCHEMA, MANIFEST_KEY, MANIFEST_SCHEMA_KEY, MANIFEST_WRITER,
+    MANIFEST_WRITER_KEY, evidence_from_json, evidence_to_json,
 };
 pub use lock::{LOCK_FILE_MODE, LOCK_WAIT, lock_path};
 pub use merge::{MergeCode, MergeFinding, MergeReport, RankRecord, merge};

@@ -115,12 +115,17 @@ fn concurrent_writers_of_both_kinds_lose_no_key() {
         .filter(|key| !object.contains_key(key))
         .collect();
     assert!(lost.is_empty(), "lost keys: {lost:?}");
-    // "a", the evidence and its version (issue 13), then the launchers' keys.
+    // "a", the evidence, its version (issue 13) and its writer (issue 22), then the launchers'
+    // keys.
     assert_eq!(
         written["cuda_process_sharing_schema"],
         sharing_manifest::EVIDENCE_SCHEMA
     );
-    assert_eq!(object.len(), 3 + PYTHON_WRITERS * KEYS_EACH);
+    assert_eq!(
+        written["cuda_process_sharing_writer"],
+        sharing_manifest::MANIFEST_WRITER
+    );
+    assert_eq!(object.len(), 4 + PYTHON_WRITERS * KEYS_EACH);
     let lock = std::fs::metadata(lock_path(&manifest)).unwrap();
     assert!(lock.is_file(), "the lock file is never removed");
 }

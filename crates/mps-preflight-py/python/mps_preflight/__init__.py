@@ -429,7 +429,9 @@ def record(manifest: MutableMapping[str, Any], evidence: Evidence) -> None:
 def write_manifest(path: StrPath, evidence: Evidence) -> None:
     """Record ``evidence`` in the JSON manifest file at ``path`` as ``probe --manifest`` does:
     every other key and the key order kept, written atomically; a missing file is created.
-    Like the CLI, it also names the evidence's schema under ``cuda_process_sharing_schema``.
+    Like the CLI, it also names the evidence's schema under ``cuda_process_sharing_schema`` and
+    the release that wrote it (``"mps-preflight " + __version__``) under
+    ``cuda_process_sharing_writer``.
 
     Raises:
         ManifestError: the file cannot be read or written; it is left byte for byte untouched.

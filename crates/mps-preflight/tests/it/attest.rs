@@ -187,7 +187,12 @@ fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
     let keys: Vec<&String> = recorded.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
-        ["run", "cuda_process_sharing", "cuda_process_sharing_schema"]
+        [
+            "run",
+            "cuda_process_sharing",
+            "cuda_process_sharing_schema",
+            "cuda_process_sharing_writer"
+        ]
     );
     let section = &recorded["cuda_process_sharing"];
     assert_eq!(section["validated"], true, "the probe's evidence is kept");

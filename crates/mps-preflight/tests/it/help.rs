@@ -41,10 +41,19 @@ fn version() {
     for args in [&["--version"][..], &["-V"]] {
         let run = host.run(args);
         assert_eq!(run.code, 0, "{args:?}");
-        assert_eq!(
-            run.stdout,
-            format!("mps-preflight {}\n", env!("CARGO_PKG_VERSION"))
+        // `mps-preflight 0.2.0 (3a62974, x86_64-unknown-linux-gnu)`: the commit is whatever
+        // this checkout's HEAD is (or "unknown commit" outside git).
+        let line = run.stdout.strip_suffix('\n').unwrap();
+        let rest = line
+            .strip_prefix(&format!("mps-preflight {} (", env!("CARGO_PKG_VERSION")))
+            .unwrap_or_else(|| panic!("{line:?}"));
+        let (commit, target) = rest.strip_suffix(')').unwrap().split_once(", ").unwrap();
+        assert!(
+            commit == "unknown commit"
+                || (commit.len() == 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+            "{line:?}"
         );
+        assert!(target.contains("-linux-"), "{line:?}");
     }
 }
 

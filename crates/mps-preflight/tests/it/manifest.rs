@@ -34,6 +34,7 @@ fn keeps_every_key_and_the_order() {
             "run",
             "cuda_process_sharing",
             "cuda_process_sharing_schema",
+            "cuda_process_sharing_writer",
             "z"
         ]
     );
@@ -61,7 +62,9 @@ fn creates_a_missing_manifest() {
         written,
         serde_json::json!({
             "cuda_process_sharing": evidence,
-            "cuda_process_sharing_schema": sharing_manifest::EVIDENCE_SCHEMA
+            "cuda_process_sharing_schema": sharing_manifest::EVIDENCE_SCHEMA,
+            // The CLI's own version (issue 22): `--version` starts with the same words.
+            "cuda_process_sharing_writer": format!("mps-preflight {}", env!("CARGO_PKG_VERSION"))
         })
     );
 }

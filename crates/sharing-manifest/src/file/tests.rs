@@ -6,7 +6,7 @@ use serde_json::json;
 use sharing_policy::Evidence;
 
 use super::*;
-use crate::json::{EVIDENCE_SCHEMA, MANIFEST_SCHEMA_KEY};
+use crate::json::{EVIDENCE_SCHEMA, MANIFEST_SCHEMA_KEY, MANIFEST_WRITER, MANIFEST_WRITER_KEY};
 
 fn evidence() -> Evidence {
     Evidence {
@@ -78,7 +78,14 @@ fn keeps_every_other_key_and_the_key_order() {
     let value: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         keys(&value),
-        ["zeta", "alpha", "mid", MANIFEST_KEY, MANIFEST_SCHEMA_KEY]
+        [
+            "zeta",
+            "alpha",
+            "mid",
+            MANIFEST_KEY,
+            MANIFEST_SCHEMA_KEY,
+            MANIFEST_WRITER_KEY
+        ]
     );
     assert_eq!(value[MANIFEST_SCHEMA_KEY], EVIDENCE_SCHEMA);
     assert_eq!(value["alpha"], json!({"nested": [1, 2.5, null]}));
@@ -91,11 +98,21 @@ fn keeps_every_other_key_and_the_key_order() {
 fn replaces_existing_evidence_in_place() {
     let (_dir, path) = setup(
         "run.json",
-        br#"{"cuda_process_sharing_schema": "old", "a": 1, "cuda_process_sharing": {"old": true}, "z": 2}"#,
+        br#"{"cuda_process_sharing_writer": "mps-preflight 0.1.0", "cuda_process_sharing_schema": "old", "a": 1, "cuda_process_sharing": {"old": true}, "z": 2}"#,
     );
     record_in_manifest(&path, &evidence()).unwrap();
     let value: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-    assert_eq!(keys(&value), ["a", MANIFEST_KEY, MANIFEST_SCHEMA_KEY, "z"]);
+    assert_eq!(
+        keys(&value),
+        [
+            "a",
+            MANIFEST_KEY,
+            MANIFEST_SCHEMA_KEY,
+            MANIFEST_WRITER_KEY,
+            "z"
+        ]
+    );
+    assert_eq!(value[MANIFEST_WRITER_KEY], MANIFEST_WRITER);
     assert_eq!(value[MANIFEST_SCHEMA_KEY], EVIDENCE_SCHEMA);
     assert_eq!(value[MANIFEST_KEY], evidence_to_json(&evidence()));
 }
@@ -108,7 +125,11 @@ fn creates_a_missing_manifest() {
     let value: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     assert_eq!(
         value,
-        json!({MANIFEST_KEY: evidence_to_json(&evidence()), MANIFEST_SCHEMA_KEY: EVIDENCE_SCHEMA})
+        json!({
+            MANIFEST_KEY: evidence_to_json(&evidence()),
+            MANIFEST_SCHEMA_KEY: EVIDENCE_SCHEMA,
+            MANIFEST_WRITER_KEY: MANIFEST_WRITER
+        })
     );
     // The lock file stays (issue 15: it is never removed); no temp file does.
     assert_eq!(entries(dir.path()), ["new.json", "new.json.lock"]);

@@ -28,6 +28,7 @@ pub use attest::{
 };
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin};
+pub use daemon::REFERENCE_DAEMON_STDIN;
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
@@ -36,7 +37,9 @@ pub use facts::{
     V2_ONLY_FIELDS, parse_pid, schema_field_error,
 };
 pub use finding::{Finding, Rejection};
-pub use gpu::{GPU_QUERY_ARGS, HostTableError, host_gpu_table, index_order_trusted};
+pub use gpu::{
+    GPU_QUERY_ARGS, HostTableError, REFERENCE_GPU_QUERY_ARGS, host_gpu_table, index_order_trusted,
+};
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };

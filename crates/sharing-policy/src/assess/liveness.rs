@@ -15,7 +15,12 @@ pub(super) fn check(
     findings: &mut Findings,
 ) -> Option<i64> {
     let (env, words) = (&facts.env, findings.words);
-    let status = daemon::status_in(words, facts.daemon_query.as_ref(), directory.as_bytes());
+    let status = daemon::status_with_pid_file(
+        words,
+        facts.daemon_query.as_ref(),
+        directory.as_bytes(),
+        facts.pid_file.as_ref(),
+    );
     if let DaemonStatus::Live { server_pid } = status {
         return server_pid;
     }

@@ -76,6 +76,8 @@ def test_not_attached_is_rejected_with_a_code(host: FakeHost, processes: list) -
         mps_preflight.attest(learner.pid, collector.pid, wait=0.2)
     assert raised.value.code == "not-a-client"
     assert "no MPS server is running" in str(raised.value)
+    # Python's parameter, not the command line's flag.
+    assert "`wait=30`" in str(raised.value) and "--wait-ms" not in str(raised.value)
     collector.kill()
     collector.wait()
     with pytest.raises(mps_preflight.Rejected) as raised:

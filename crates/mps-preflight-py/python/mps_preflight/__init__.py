@@ -355,6 +355,29 @@ def capture(*, learner_uuid: str | None = None, timeout: float = 5.0) -> dict[st
     return result
 
 
+def _python_words(message: str) -> str:
+    """A command-line message in this API's words: each flag of the command line that
+    :func:`visibility` and :func:`attest` run becomes the keyword a Python caller passes
+    (``--wait-ms 30000`` is ``wait=30``, ``--devices '0'`` is ``mask='0'``)."""
+    import re
+
+    def seconds(match: re.Match[str]) -> str:
+        return f"{match.group(1)}={int(match.group(2)) / 1000:g}"
+
+    message = re.sub(r"--(wait|timeout)-ms (\d+)", seconds, message)
+    message = re.sub(r"--devices (\"(?:[^\"\\]|\\.)*\") \(the value for CUDA_VISIBLE_DEVICES\)",
+                     lambda match: f"mask={match.group(1)}", message)
+    for flag, keyword in (
+        ("--wait-ms", "wait="),
+        ("--timeout-ms", "timeout="),
+        ("--learner-pid", "learner_pid="),
+        ("--collector-pid", "collector_pid="),
+        ("--devices", "mask="),
+    ):
+        message = message.replace(flag, keyword)
+    return message
+
+
 def visibility(mask: str | None = None, *, timeout: float = 5.0) -> str:
     """``CUDA_VISIBLE_DEVICES`` (or ``mask``) with device indices rewritten to ``GPU-`` UUIDs,
     as ``mps-preflight visibility``: set it for an MPS client before CUDA starts.
@@ -370,7 +393,7 @@ def visibility(mask: str | None = None, *, timeout: float = 5.0) -> str:
     status, stdout, errors = _native.run_captured(argv)
     if status == 0:
         return str(stdout).rstrip("\n")
-    message = "; ".join(errors)
+    message = _python_words("; ".join(errors))
     if status == 1:
         raise Rejected(message, "visibility-unresolved")
     raise ValueError(message)
@@ -408,7 +431,7 @@ def attest(
     if status == 0:
         result: dict[str, Any] = json.loads(stdout)
         return result
-    message = "; ".join(errors)
+    message = _python_words("; ".join(errors))
     if status == 1:
         code = errors[0].split(":", 1)[0] if errors else ""
         raise Rejected(message, code)

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use sharing_policy::{Code, EnvFacts, HostFacts, Request};
 
-use super::request;
+use super::{Unreadable, request};
 use crate::{commands, snapshot};
 
 /// The file suffix a folder's case files carry.
@@ -43,36 +43,78 @@ pub(crate) enum Expect {
 }
 
 /// The case files named by `paths`: a file as given, a folder's `*.cases.json` files in name
-/// order (not its subfolders). A folder without any is an error: a suite that runs nothing
-/// must not pass.
-pub(crate) fn case_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// order (not its subfolders), and each folder that could not be listed or holds none (a suite
+/// that runs nothing must not pass): those are reported, and the other paths still run.
+pub(crate) fn case_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Unreadable>) {
     let mut files = Vec::new();
+    let mut unreadable = Vec::new();
     for path in paths {
         if !path.is_dir() {
             files.push(path.clone());
             continue;
         }
-        let entries = std::fs::read_dir(path)
-            .map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
-        let mut found = Vec::new();
-        for entry in entries {
-            let entry = entry
-                .map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
-            let name = entry.file_name();
-            if name.to_str().is_some_and(|name| name.ends_with(SUFFIX)) {
-                found.push(path.join(name));
-            }
+        match folder_files(path) {
+            Ok(found) => files.extend(found),
+            Err(message) => unreadable.push(Unreadable {
+                path: path.display().to_string(),
+                message,
+            }),
         }
-        if found.is_empty() {
-            return Err(format!(
-                "{}: no *{SUFFIX} file in this folder; name a case file or a folder that holds some",
-                path.display()
-            ));
-        }
-        found.sort();
-        files.extend(found);
     }
-    Ok(files)
+    (files, unreadable)
+}
+
+/// A folder's `*.cases.json` files, in name order; none is an error.
+fn folder_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(path)
+        .map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
+    let mut found = Vec::new();
+    let mut subfolders = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
+        let name = entry.file_name();
+        if name.to_str().is_some_and(|name| name.ends_with(SUFFIX)) {
+            found.push(path.join(name));
+        } else if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            subfolders.push(path.join(name));
+        }
+    }
+    if found.is_empty() {
+        // Say so when the cases are one level down: subfolders are not searched.
+        subfolders.sort();
+        let below: Vec<String> = subfolders
+            .iter()
+            .filter(|folder| folder_files_here(folder))
+            .map(|folder| folder.display().to_string())
+            .collect();
+        let hint = if below.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (subfolders are not searched; these hold some: {})",
+                below.join(", ")
+            )
+        };
+        return Err(format!(
+            "{}: no *{SUFFIX} file in this folder{hint}; name a case file or a folder that holds some",
+            path.display()
+        ));
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Whether `folder` directly holds a `*.cases.json` file (bounded: one listing, no recursion).
+fn folder_files_here(folder: &Path) -> bool {
+    std::fs::read_dir(folder).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.ends_with(SUFFIX))
+        })
+    })
 }
 
 /// Reads and checks the case file at `path` (regular files only, size-capped).

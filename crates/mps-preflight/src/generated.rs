@@ -24,7 +24,7 @@ pub(crate) fn completions(args: &CompletionsArgs) -> Output {
     text(script, "the completion script")
 }
 
-/// clap_complete's bash script names each subcommand's state `mps__preflight__subcmd__check`
+/// `clap_complete`'s bash script names each subcommand's state `mps__preflight__subcmd__check`
 /// where it sets it, but `mps__subcmd__preflight__subcmd__check` in the `case` arms that
 /// complete its flags (its hyphenated-binary-name bug, clap-rs/clap issues 6421 and 6529), so
 /// nothing after the subcommand ever completed. The arms are renamed to the state's name.
@@ -34,7 +34,7 @@ fn bash_states_fixed(script: &[u8]) -> Vec<u8> {
         .into_bytes()
 }
 
-/// clap_complete's fish script completes no positional value (`schema <KIND>`,
+/// `clap_complete`'s fish script completes no positional value (`schema <KIND>`,
 /// `completions <SHELL>`): one line per possible value of each subcommand's positional
 /// arguments is added, in the script's own form.
 fn fish_positional_values(command: &clap::Command, script: &mut Vec<u8>) {

@@ -135,7 +135,7 @@ fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Issue 24 part 5: clap_complete's bash script with a hyphenated binary name stopped at the
+/// Issue 24 part 5: `clap_complete`'s bash script with a hyphenated binary name stopped at the
 /// subcommand (its `case` arms were named `mps__subcmd__preflight__…`); flags and values
 /// complete after the workaround.
 #[test]
@@ -166,7 +166,7 @@ fn bash_completes_flags_and_values_after_the_subcommand() {
     assert_eq!(subcommands, ["check"]);
 }
 
-/// clap_complete's fish script completes no positional value; the added lines do.
+/// `clap_complete`'s fish script completes no positional value; the added lines do.
 #[test]
 fn fish_completes_positional_values() {
     let host = FakeHost::new();

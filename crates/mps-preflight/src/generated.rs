@@ -81,7 +81,31 @@ pub(crate) fn man() -> Output {
             return Output::input(format!("cannot render the man page of {name}: {err}"));
         }
     }
-    text(page, "the man page")
+    match String::from_utf8(page) {
+        Ok(page) => Output::data(man_fixed(&page, &command)),
+        Err(err) => Output::input(format!("the man page is not UTF-8: {err}")),
+    }
+}
+
+/// `clap_mangen`'s page, with what it gets wrong for this one-page manual put right: its
+/// SUBCOMMANDS list points to `mps-preflight-probe(1)` and the like, pages that do not exist
+/// (each command is a section of this page, `MPS-PREFLIGHT PROBE`), and it files the examples
+/// and exit status under a heading called EXTRA.
+fn man_fixed(page: &str, command: &clap::Command) -> String {
+    // clap's own `help` command has no section of its own.
+    let mut page = page
+        .replace(".SH EXTRA\n", ".SH EXAMPLES\n")
+        .replace("mps\\-preflight\\-help(1)", "\\fBmps\\-preflight help\\fR");
+    for sub in command.get_subcommands() {
+        let name = sub.get_name();
+        let reference = format!("mps\\-preflight\\-{}(1)", name.replace('-', "\\-"));
+        let section = format!(
+            "\\fBmps\\-preflight {name}\\fR (section MPS\\-PREFLIGHT {} below)",
+            name.to_uppercase()
+        );
+        page = page.replace(&reference, &section);
+    }
+    page
 }
 
 fn text(bytes: Vec<u8>, what: &str) -> Output {

@@ -93,6 +93,20 @@ fn the_man_page_has_every_command_and_groff_reads_it_cleanly() {
         run.stdout.contains("require\\-verified"),
         "the flags are in it"
     );
+    // Issue 24 part 5: no reference to a page that does not exist (every command is a
+    // section of this one), and the examples are under EXAMPLES.
+    for line in run.stdout.lines() {
+        assert!(
+            !line.contains("mps\\-preflight\\-") || !line.contains("(1)"),
+            "a reference to a page that does not exist: {line}"
+        );
+    }
+    assert!(!run.stdout.contains(".SH EXTRA"));
+    assert!(run.stdout.contains(".SH EXAMPLES\nExamples:"));
+    assert!(
+        run.stdout
+            .contains("\\fBmps\\-preflight probe\\fR (section MPS\\-PREFLIGHT PROBE below)")
+    );
     let ci = std::env::var_os("CI").is_some();
     if installed("groff") {
         // -k: preconv reads the UTF-8 (…, ≥); -ww: every warning; -z: no output.

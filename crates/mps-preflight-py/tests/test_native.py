@@ -293,3 +293,16 @@ def test_the_console_command_is_the_cli(host: FakeHost) -> None:
     version = host.cli("--version")
     assert (version.code, version.stdout) == (0, f"mps-preflight {mps_preflight.__version__}\n")
     assert host.cli("probe", "--help").stdout.startswith("Observe this host")
+
+
+def test_require_verified_makes_what_is_unverified_a_rejection() -> None:
+    from conftest import FIXTURES
+
+    v1 = FIXTURES / "healthy-socket-with-server.json"
+    lenient = mps_preflight.check(v1, **MPS)
+    assert lenient.validated and lenient.unverified
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(v1, **MPS, require_verified=True)
+    assert caught.value.code == lenient.unverified[0]
+    with pytest.raises(TypeError):
+        mps_preflight.check(v1, **MPS, require_verified="yes")  # type: ignore[arg-type]

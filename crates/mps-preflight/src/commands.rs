@@ -108,18 +108,21 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
         .is_some_and(|path| path.symlink_metadata().is_ok());
     match &args.output {
         None => Output::data(text).with_note(note),
-        Some(path) => match write_atomically(path, text.as_bytes()) {
-            Ok(()) => Output::data(String::new()).with_note(note),
-            Err(err) => Output::input(format!(
-                "cannot write the snapshot to --output {}: {err}; {}",
-                sharing_manifest::quote_path(path),
-                if existed_before {
-                    "it was left unchanged"
-                } else {
-                    "no file was created"
-                }
-            )),
-        },
+        // Missing parent folders are created, as for `test --junit` (issue 24 part 6).
+        Some(path) => {
+            match create_parents(path).and_then(|()| write_atomically(path, text.as_bytes())) {
+                Ok(()) => Output::data(String::new()).with_note(note),
+                Err(err) => Output::input(format!(
+                    "cannot write the snapshot to --output {}: {err}; {}",
+                    sharing_manifest::quote_path(path),
+                    if existed_before {
+                        "it was left unchanged"
+                    } else {
+                        "no file was created"
+                    }
+                )),
+            }
+        }
     }
 }
 
@@ -182,6 +185,10 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
     let mut inputs = Vec::with_capacity(args.files.len());
     let mut unreadable = Vec::new();
     for path in &args.files {
+        if let Some(pattern) = unmatched_glob(path) {
+            unreadable.push(pattern);
+            continue;
+        }
         match sharing_manifest::read_json_file(path) {
             Ok(value) => inputs.push((path.to_string_lossy().into_owned(), value)),
             Err(err) => unreadable.push(err.to_string()),
@@ -203,6 +210,20 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
         errors: report.findings.iter().map(ToString::to_string).collect(),
         ..Output::default()
     }
+}
+
+/// What to say for an argument that is a shell pattern the shell left as written because no
+/// file matched it (`ranks/*/manifest.json` with no rank written yet): a path with `*`, `?` or
+/// `[` that does not exist. `None` for anything else (a file that exists, or a plain name).
+fn unmatched_glob(path: &Path) -> Option<String> {
+    let text = path.to_string_lossy();
+    let pattern = text.contains(['*', '?', '[']);
+    (pattern && path.symlink_metadata().is_err()).then(|| {
+        format!(
+            "no rank file matched {}: the shell passes a pattern that matches nothing as it is written; check the path, or that the ranks wrote their manifests",
+            sharing_manifest::quote_path(path)
+        )
+    })
 }
 
 /// The note for a host on which nothing about MPS was observed (`sharing_policy::nothing_observed`),
@@ -368,6 +389,14 @@ fn warnings_human(warnings: &[Finding]) -> String {
 }
 
 /// Temp file in the same directory, write, fsync, rename.
+/// Creates the missing folders above `path` (nothing for a bare file name).
+pub(crate) fn create_parents(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => std::fs::create_dir_all(parent),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomically_with_mode(path, bytes, 0o666)
 }

@@ -108,12 +108,7 @@ fn write_junit(path: &Path, xml: &str) -> Result<(), String> {
             sharing_manifest::quote_path(path)
         )
     };
-    if let Some(parent) = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(parent).map_err(fail)?;
-    }
+    commands::create_parents(path).map_err(fail)?;
     commands::write_atomically(path, xml.as_bytes()).map_err(fail)
 }
 

@@ -124,6 +124,16 @@ pub(crate) fn load(path: &Path) -> Result<CaseFile, String> {
     let mut top = object(value, "the case file")
         .map_err(|err| format!("{shown}: {err} (expected {{\"cases\": [...]}})"))?;
     top.remove("description");
+    // Defaults for every case's request (issue 24 part 6): a case's own keys win.
+    let defaults = match top.remove("request") {
+        None => None,
+        Some(Value::Object(defaults)) => Some(defaults),
+        Some(_) => {
+            return Err(format!(
+                "{shown}: the top-level \"request\" (defaults for every case's request) must be an object"
+            ));
+        }
+    };
     let cases = match top.remove("cases") {
         Some(Value::Array(cases)) if !cases.is_empty() => cases,
         Some(Value::Array(_)) => return Err(format!("{shown}: \"cases\" is empty")),
@@ -139,11 +149,13 @@ pub(crate) fn load(path: &Path) -> Result<CaseFile, String> {
     let mut names = BTreeSet::new();
     let mut loaded = Vec::with_capacity(cases.len());
     for (number, case) in cases.into_iter().enumerate() {
-        let case = read_case(case, directory, &evidence_keys).map_err(|(name, err)| {
-            let name =
-                name.map_or_else(|| format!("case {}", number + 1), |n| format!("case {n:?}"));
-            format!("{shown}: {name}: {err}")
-        })?;
+        let case = read_case(case, directory, &evidence_keys, defaults.as_ref()).map_err(
+            |(name, err)| {
+                let name =
+                    name.map_or_else(|| format!("case {}", number + 1), |n| format!("case {n:?}"));
+                format!("{shown}: {name}: {err}")
+            },
+        )?;
         if !names.insert(case.name.clone()) {
             return Err(format!(
                 "{shown}: case {:?} appears twice; names must be unique",
@@ -163,6 +175,7 @@ fn read_case(
     value: Value,
     directory: &Path,
     evidence_keys: &[String],
+    defaults: Option<&Map<String, Value>>,
 ) -> Result<Case, (Option<String>, String)> {
     let mut case = object(value, "a case").map_err(|err| (None, err))?;
     let name = match case.remove("name") {
@@ -171,7 +184,7 @@ fn read_case(
     };
     let fail = |err: String| (Some(name.clone()), err);
     case.remove("description");
-    let args = request::from_json(case.remove("request")).map_err(fail)?;
+    let args = request::from_json(with_defaults(case.remove("request"), defaults)).map_err(fail)?;
     let facts = match case.remove("snapshot") {
         Some(Value::String(file)) => snapshot::load(&directory.join(file)),
         Some(inline @ Value::Object(_)) => snapshot::from_value(inline, &"its inline snapshot"),
@@ -189,6 +202,23 @@ fn read_case(
         expect,
         name,
     })
+}
+
+/// A case's request over the file's defaults: each key the case sets replaces the default's.
+/// A request that is not an object is left for [`request::from_json`] to refuse.
+fn with_defaults(request: Option<Value>, defaults: Option<&Map<String, Value>>) -> Option<Value> {
+    let Some(defaults) = defaults else {
+        return request;
+    };
+    match request {
+        None => Some(Value::Object(defaults.clone())),
+        Some(Value::Object(own)) => {
+            let mut merged = defaults.clone();
+            merged.extend(own);
+            Some(Value::Object(merged))
+        }
+        other => other,
+    }
 }
 
 /// `{"validated": bool, "evidence": {...}?}` or `{"rejected": "<code>"}`.

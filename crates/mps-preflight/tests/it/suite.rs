@@ -533,3 +533,33 @@ fn the_offline_testing_page_shows_the_real_suite_and_its_real_output() {
     assert_eq!(run.code, 1);
     assert_eq!(run.stdout, format!("{output}\n"));
 }
+
+/// Issue 24 part 6: a top-level `request` gives every case its defaults; a case's own keys win.
+#[test]
+fn a_top_level_request_is_every_case_s_default() {
+    let host = FakeHost::new();
+    let file = host.root().join("team.cases.json");
+    let suite = json!({
+        "request": {"request": "mps", "learner_device": "cuda:0", "collector_device": "cuda:0", "backend": "mjwarp"},
+        "cases": [
+            {"name": "healthy", "snapshot": fixture("healthy-socket-with-server.json"),
+             "expect": {"validated": true, "evidence": {"server_pid": 4428}}},
+            {"name": "other backend", "snapshot": fixture("healthy-socket-with-server.json"),
+             "request": {"backend": "mujoco"},
+             "expect": {"rejected": "unsupported-backend"}}
+        ]
+    });
+    fs::write(&file, serde_json::to_vec(&suite).unwrap()).unwrap();
+    let run = host.run(&["test", file.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.render());
+    assert!(
+        run.stdout.ends_with("2 passed, 0 failed\n"),
+        "{}",
+        run.stdout
+    );
+    let bad = json!({"request": "mps", "cases": [healthy_case()]});
+    fs::write(&file, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let run = host.run(&["test", file.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.render());
+    assert!(run.stderr.contains("must be an object"), "{}", run.stderr);
+}

@@ -558,6 +558,10 @@ pub(crate) enum SchemaKind {
     Merge,
     /// `attest`'s attestation (a manifest's `cuda_process_sharing.attestation`).
     Attestation,
+    /// A `*.cases.json` policy suite (`test`).
+    Cases,
+    /// An attest snapshot (`attest --save-snapshot`, `attest --snapshot`).
+    AttestSnapshot,
 }
 
 /// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,

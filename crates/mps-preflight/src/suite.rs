@@ -12,6 +12,9 @@
 mod cases;
 mod junit;
 mod request;
+mod schema;
+
+pub(crate) use schema::{CASES_SCHEMA, cases_schema};
 
 use std::fmt::Write as _;
 use std::path::Path;

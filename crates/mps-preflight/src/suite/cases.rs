@@ -273,7 +273,7 @@ fn parse_code(code: &str) -> Result<Code, String> {
 
 /// The evidence keys, in order, as `sharing_manifest` writes them: taken from real evidence,
 /// so a key added to the evidence is known here without a change.
-fn evidence_keys() -> Vec<String> {
+pub(super) fn evidence_keys() -> Vec<String> {
     let facts = HostFacts::unobserved("linux", EnvFacts::default());
     let request = Request::new(None, "cpu", None, sharing_policy::DEFAULT_SUPPORTED_BACKEND);
     sharing_policy::validate(&request, &facts)

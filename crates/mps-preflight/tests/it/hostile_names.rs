@@ -6,6 +6,12 @@ use crate::support::FakeHost;
 #[test]
 fn arguments_with_newlines_cannot_forge_an_error_line() {
     let host = FakeHost::new();
+    // A regular file where a folder should be: `capture --output` cannot create it.
+    std::fs::write(host.root().join("blocker"), "a file").unwrap();
+    let output = format!(
+        "{}/\nerror: forged.json",
+        host.root().join("blocker").display()
+    );
     for argv in [
         &["bogus\nerror: forged"][..],
         &[
@@ -18,7 +24,7 @@ fn arguments_with_newlines_cannot_forge_an_error_line() {
             "mjwarp",
         ],
         &["merge", "m\nerror: forged.json"],
-        &["capture", "--output", "missing-dir/\nerror: forged.json"],
+        &["capture", "--output", &output],
     ] {
         let run = host.run(argv);
         assert_eq!(run.code, 2, "{argv:?}\n{}", run.render());

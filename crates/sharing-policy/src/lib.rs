@@ -12,6 +12,7 @@ mod facts;
 mod finding;
 mod gpu;
 mod process;
+mod reference;
 mod request;
 pub mod retry;
 mod served;
@@ -28,7 +29,6 @@ pub use attest::{
 };
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin};
-pub use daemon::REFERENCE_DAEMON_STDIN;
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
@@ -43,6 +43,7 @@ pub use gpu::{
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };
+pub use reference::REFERENCE_DAEMON_STDIN;
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use start::start_command;

@@ -54,7 +54,7 @@ pub(crate) fn server_pids(record: Option<&QueryRecord>, pipe_directory: &[u8]) -
     match &record.outcome {
         crate::QueryOutcome::Exited { stdout, .. } => {
             // The reference's query has no liveness line before the PIDs.
-            let skipped = usize::from(!daemon::is_reference(record));
+            let skipped = usize::from(!crate::reference::is_reference(record));
             stdout
                 .text
                 .lines()

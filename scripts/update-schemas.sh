@@ -5,7 +5,7 @@
 # the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for kind in snapshot evidence doctor merge attestation; do
+for kind in snapshot evidence doctor merge attestation cases attest-snapshot; do
   cargo run -q -p mps-preflight -- schema "$kind" > "docs/schemas/$kind.schema.json"
 done
 echo "docs/schemas/ regenerated"

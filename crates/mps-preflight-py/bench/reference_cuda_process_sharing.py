@@ -1,6 +1,7 @@
 # The reference module (/work/shared/seed/cuda_process_sharing.reference.txt), re-indented so
-# that it runs: for the side-by-side benchmark in bench/bench_probe.py only (BENCHMARKS.md).
-# The text is the seed's; only indentation was restored and the `[docs]` markers dropped.
+# that it runs: for the side-by-side benchmark in bench/bench_probe.py (BENCHMARKS.md) and the
+# side-by-side test of the compat API (tests/test_compat_reference.py). The text is the
+# seed's; only indentation was restored and the `[docs]` markers and docstrings dropped.
 """Fail-closed validation for CUDA process-sharing execution modes."""
 from __future__ import annotations
 
@@ -227,6 +228,89 @@ def _visible_entries(raw: str | None) -> tuple[str, ...]:
     return tuple(entry.strip() for entry in raw.split(",") if entry.strip())
 
 
+def _ambient_cuda_index(device: str | None) -> int | None:
+    if device is None:
+        return None
+    value = str(device).strip().lower()
+    if value == "cuda":
+        return 0
+    base, separator, index_text = value.partition(":")
+    if base != "cuda" or not separator:
+        return None
+    try:
+        index = int(index_text)
+    except ValueError:
+        return None
+    return index if index >= 0 else None
+
+
+def _probe_ambient(
+    evidence: CudaProcessSharingEvidence,
+    *,
+    torch_module: Any | None,
+    run_command: Callable[..., Any],
+) -> CudaProcessSharingEvidence:
+    pipe_env = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    evidence = replace(evidence, pipe_directory_env=pipe_env)
+    learner_index = _ambient_cuda_index(evidence.learner_device)
+    collector_index = _ambient_cuda_index(evidence.collector_device)
+    if learner_index is None and collector_index is None:
+        return evidence
+    pipe_directory = Path(pipe_env or _DEFAULT_PIPE_DIRECTORY)
+    control_pipe = pipe_directory / "control"
+    pipe_kind = _control_pipe_kind(control_pipe)
+    server_pid = _server_evidence(run_command, control_pipe) if pipe_kind is not None else None
+    learner_uuid: str | None = None
+    if learner_index is not None:
+        try:
+            if torch_module is None:
+                import torch
+
+                torch_module = torch
+            learner_uuid = _torch_device_uuid(torch_module, learner_index, device_kind="learner")
+        except Exception:
+            learner_uuid = None
+    collector_uuid: str | None = None
+    if collector_index is not None:
+        visible_entries = _visible_entries(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        collector_uuid = _nvidia_uuid(run_command, visible_entries, collector_index)
+    return replace(
+        evidence,
+        pipe_directory=str(pipe_directory),
+        control_pipe=str(control_pipe),
+        control_pipe_kind=pipe_kind,
+        server_pid=server_pid,
+        learner_gpu_uuid=learner_uuid,
+        collector_gpu_uuid=collector_uuid,
+        ambient_server=server_pid is not None,
+    )
+
+
+def resolve_mps_visibility_entries(
+    entries: Sequence[str],
+    *,
+    run_command: Callable[..., Any] = subprocess.run,
+) -> tuple[str, ...]:
+    if not any(entry.isdigit() for entry in entries):
+        return tuple(entries)
+    table = _nvidia_uuid_table(run_command)
+    normalized: list[str] = []
+    for entry in entries:
+        if not entry.isdigit():
+            normalized.append(entry)
+            continue
+        uuid = None if table is None else table.get(entry)
+        if uuid is None:
+            raise ValueError(
+                "training.cuda_process_sharing='mps' could not resolve "
+                f"CUDA_VISIBLE_DEVICES entry {entry!r} to a host GPU UUID; MPS "
+                "clients require UUID visibility entries. Check "
+                "nvidia-smi --query-gpu=index,uuid --format=csv,noheader."
+            )
+        normalized.append(uuid)
+    return tuple(normalized)
+
+
 def probe_cuda_process_sharing(
     requested: Any,
     learner_device: str,
@@ -240,7 +324,19 @@ def probe_cuda_process_sharing(
 ) -> CudaProcessSharingEvidence:
     configured = _configured_mode(requested)
     if configured is None:
-        raise NotImplementedError("the benchmark measures the explicit request only")
+        return _probe_ambient(
+            CudaProcessSharingEvidence(
+                configured=None,
+                effective=None,
+                validated=False,
+                rank=rank,
+                world_size=world_size,
+                learner_device=str(learner_device),
+                collector_device=str(collector_device) if collector_device is not None else None,
+            ),
+            torch_module=torch_module,
+            run_command=run_command,
+        )
     normalized_backend = str(backend).strip().lower()
     if normalized_backend not in SUPPORTED_CUDA_PROCESS_SHARING_BACKENDS:
         raise ValueError(
@@ -339,3 +435,10 @@ def probe_cuda_process_sharing(
         control_pipe_kind=pipe_kind,
         server_pid=server_pid,
     )
+
+
+def apply_cuda_process_sharing_manifest(
+    runtime_manifest: MutableMapping[str, Any],
+    evidence: CudaProcessSharingEvidence,
+) -> None:
+    runtime_manifest["cuda_process_sharing"] = evidence.to_dict()

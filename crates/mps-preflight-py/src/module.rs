@@ -32,14 +32,21 @@ use crate::spec::{Spec, deadline};
 /// taking it back every [`SIGNAL_POLL`] to let Python run its signal handlers. When one raises
 /// (Ctrl-C's `KeyboardInterrupt`), every running query's process group is killed and reaped,
 /// the observation is joined, and the exception propagates: no query outlives the call.
+///
+/// With `run_command` and `reference` (the reference's drop-in asks), the reference's own
+/// queries are sent through it ([`crate::reference`]).
 fn observe(
     py: Python<'_>,
     options: &ProbeOptions,
     run_command: Option<Py<PyAny>>,
+    reference: bool,
 ) -> PyResult<HostFacts> {
     let runner = run_command.map(PyRunner::new);
     let capture = |runner: &Option<PyRunner>| match runner {
         None => mps_host::capture(options),
+        Some(runner) if reference => {
+            crate::reference::capture(mps_host::read_env(), runner, options)
+        }
         Some(runner) => {
             // As `mps_host::capture` does: the host name is no query's answer.
             let mut facts = mps_host::capture_with(mps_host::read_env(), runner, options);
@@ -131,7 +138,7 @@ fn probe(
     run_command: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyTuple>> {
     let (request, options) = options(&spec)?;
-    let facts = observe(py, &options, run_command)?;
+    let facts = observe(py, &options, run_command, spec.compat)?;
     convert::verdict(py, &policy::judge(&request, &facts))
 }
 
@@ -162,7 +169,7 @@ fn doctor(
 ) -> PyResult<Bound<'_, PyTuple>> {
     let (request, options) = options(&spec)?;
     let facts = if path.is_none() && text.is_none() {
-        observe(py, &options, None)?
+        observe(py, &options, None, false)?
     } else {
         match load(&spec, path.as_ref(), text.as_ref()) {
             Ok(facts) => facts,
@@ -192,7 +199,7 @@ fn capture(
         observe_cuda: true,
         ..ProbeOptions::default()
     };
-    let facts = observe(py, &options, run_command)?;
+    let facts = observe(py, &options, run_command, false)?;
     let value = serde_json::to_value(&facts)
         .map_err(|err| PyRuntimeError::new_err(format!("cannot encode the snapshot: {err}")))?;
     convert::to_py(py, &value)
@@ -235,15 +242,17 @@ fn merge(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Bound<'_, PyTuple>> {
     ("ok", convert::to_py(py, &report.to_json())?).into_pyobject(py)
 }
 
-/// The compat layer's `resolve_mps_visibility_entries` with an injected `run_command`: the
-/// `nvidia-smi` table query goes through it, then the entries are rewritten by gpu-uuid's
-/// `mps_visibility_entries` and index order is checked by the policy's rule, as `visibility`
-/// does. `("ok", entries)` or `("rejected", code, message, [])`.
+/// The compat layer's `resolve_mps_visibility_entries`: the `nvidia-smi` table query (the
+/// reference's own, through an injected `run_command`; this project's, run by the process
+/// runner, without one), then the entries are rewritten by gpu-uuid's `mps_visibility_entries`
+/// and index order is checked by the policy's rule, as `visibility` does. Messages name the
+/// entries, as the reference's do. `("ok", entries)` or `("rejected", code, message, [])`.
 #[pyfunction]
+#[pyo3(signature = (mask, run_command, timeout))]
 fn visibility_with<'py>(
     py: Python<'py>,
     mask: &str,
-    run_command: Py<PyAny>,
+    run_command: Option<Py<PyAny>>,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let rejected = |message: String| ("rejected", VISIBILITY_CODE, message, Vec::<String>::new());
@@ -252,9 +261,15 @@ fn visibility_with<'py>(
         Err(gpu_uuid::VisibilityError::NoTable { .. }) => {} // indices: the table is needed
         Err(err) => return rejected(err.to_string()).into_pyobject(py),
     }
-    let runner = PyRunner::new(run_command);
-    let query = mps_host::gpu_query(deadline(timeout).map_err(PyValueError::new_err)?);
-    let record = py.detach(|| mps_host::Runner::run(&runner, &query));
+    let timeout = deadline(timeout).map_err(PyValueError::new_err)?;
+    let record = if let Some(run_command) = run_command {
+        let runner = PyRunner::new(run_command);
+        let query = crate::reference::gpu_query(timeout);
+        py.detach(|| mps_host::Runner::run(&runner, &query))
+    } else {
+        let query = mps_host::gpu_query(timeout);
+        py.detach(|| mps_host::Runner::run(&mps_host::ProcessRunner::default(), &query))
+    };
     let table = match sharing_policy::host_gpu_table(&record) {
         Ok(table) => table,
         Err(why) => {
@@ -262,13 +277,17 @@ fn visibility_with<'py>(
                 .err()
                 .map(|err| err.to_string())
                 .unwrap_or_default();
+            let what = match gpu_uuid::mps_visibility_entries(mask, None) {
+                Err(err) => reference_unresolved(&err),
+                Ok(_) => what,
+            };
             return rejected(format!("{what} (the table is unavailable because {why})"))
                 .into_pyobject(py);
         }
     };
     let entries = match gpu_uuid::mps_visibility_entries(mask, Some(&table)) {
         Ok(entries) => entries,
-        Err(err) => return rejected(err.to_string()).into_pyobject(py),
+        Err(err) => return rejected(reference_unresolved(&err)).into_pyobject(py),
     };
     if !sharing_policy::index_order_trusted(&mps_host::read_env(), &table) {
         let why = sharing_policy::Code::AmbiguousDeviceOrder.why();
@@ -278,6 +297,19 @@ fn visibility_with<'py>(
         .into_pyobject(py);
     }
     ("ok", entries).into_pyobject(py)
+}
+
+/// The reference's message for an index entry with no host UUID, word for word, then what was
+/// found: the drop-in speaks the reference's words.
+fn reference_unresolved(err: &gpu_uuid::VisibilityError) -> String {
+    use gpu_uuid::VisibilityError::{NoHostUuid, NoTable};
+    let (NoTable { entry, .. } | NoHostUuid { entry, .. }) = err else {
+        return err.to_string();
+    };
+    format!(
+        "training.cuda_process_sharing='mps' could not resolve CUDA_VISIBLE_DEVICES entry {} to a host GPU UUID; MPS clients require UUID visibility entries. Check nvidia-smi --query-gpu=index,uuid --format=csv,noheader. Found: {err}.",
+        sharing_policy::quote_name(entry.as_bytes())
+    )
 }
 
 /// The code of a `visibility` rejection (the CLI's `visibility` has no codes of its own).

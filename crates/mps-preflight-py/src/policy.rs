@@ -55,3 +55,49 @@ pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
 pub fn findings(request: &Request, facts: &HostFacts) -> Vec<Finding> {
     sharing_policy::explain(request, facts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{Source, load};
+    use crate::spec::Spec;
+
+    /// Issue 24 part 2: the drop-in names only its own parameters. On every recorded host, no
+    /// message or fix of a compat request names a command-line flag (`--learner-uuid`,
+    /// `--devices`, …) or a keyword compat does not have (`learner_uuid=`); `nvidia-smi`'s own
+    /// arguments and the daemon's `-d` are commands to run, not parameters.
+    #[test]
+    fn compat_messages_name_compat_s_parameters_only() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts");
+        let allowed = ["--query-gpu", "--format"];
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            let Ok(facts) = load(Source::Path(&path)) else {
+                continue;
+            };
+            for (learner, collector) in [
+                ("cuda:0", Some("cuda:0")),
+                ("gpu0", Some("cuda:1")),
+                ("cuda:0", None),
+            ] {
+                let mut spec = Spec::new(Some("mps"), learner, collector, "mjwarp");
+                spec.compat = true;
+                let request = spec.request();
+                for finding in findings(&request, &facts) {
+                    for text in [&finding.message, &finding.fix] {
+                        let flags = text
+                            .split(|c: char| c.is_whitespace() || c == '(' || c == '`')
+                            .filter(|word| word.starts_with("--"))
+                            .filter(|word| !allowed.iter().any(|ok| word.starts_with(ok)));
+                        assert_eq!(flags.count(), 0, "{}: {text}", path.display());
+                        assert!(
+                            !text.contains("learner_uuid="),
+                            "{}: {text}",
+                            path.display()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

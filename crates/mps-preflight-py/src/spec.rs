@@ -28,6 +28,9 @@ pub struct Spec {
     pub learner_uuid: Option<String>,
     /// The deadline of each host query, in seconds.
     pub timeout: f64,
+    /// Reject what could not be verified instead of listing it in the evidence's `unverified`
+    /// key (the CLI's `--require-verified`).
+    pub require_verified: bool,
     /// Whether the reference module's drop-in (`mps_preflight.compat`) asks: its messages are
     /// then the reference's wording ([`crate::policy::vocabulary`]).
     pub compat: bool,
@@ -51,6 +54,7 @@ impl Spec {
             supported_backends: vec![sharing_policy::DEFAULT_SUPPORTED_BACKEND.to_owned()],
             learner_uuid: None,
             timeout: mps_host::DEFAULT_TIMEOUT.as_secs_f64(),
+            require_verified: false,
             compat: false,
         }
     }
@@ -68,6 +72,7 @@ impl Spec {
             rank: self.rank,
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
+            require_verified: self.require_verified,
             vocabulary: crate::policy::vocabulary(self.compat),
             ..Request::new(
                 mode,
@@ -120,6 +125,14 @@ mod tests {
             let spec = Spec::new(Some(other), "cuda:0", None, "mjwarp");
             assert_eq!(spec.request().mode.as_deref(), Some(other));
         }
+    }
+
+    #[test]
+    fn require_verified_reaches_the_request() {
+        let mut spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        assert!(!spec.request().require_verified);
+        spec.require_verified = true;
+        assert!(spec.request().require_verified);
     }
 
     #[test]

@@ -76,6 +76,8 @@ def test_not_attached_is_rejected_with_a_code(host: FakeHost, processes: list) -
         mps_preflight.attest(learner.pid, collector.pid, wait=0.2)
     assert raised.value.code == "not-a-client"
     assert "no MPS server is running" in str(raised.value)
+    # Python's parameter, not the command line's flag.
+    assert "`wait=30`" in str(raised.value) and "--wait-ms" not in str(raised.value)
     collector.kill()
     collector.wait()
     with pytest.raises(mps_preflight.Rejected) as raised:
@@ -87,3 +89,69 @@ def test_not_attached_is_rejected_with_a_code(host: FakeHost, processes: list) -
 def test_pids_are_positive_integers(bad: object) -> None:
     with pytest.raises(ValueError):
         mps_preflight.attest(bad, 1)  # type: ignore[arg-type]
+
+
+def test_attest_records_in_a_manifest_on_its_pipe_directory(
+    host: FakeHost, processes: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from conftest import FIXTURES
+
+    learner, collector, server = processes
+    (host.root / "state" / "servers").write_text(f"{server.pid}\n")
+    (host.root / "state" / f"clients.{server.pid}").write_text(f"{learner.pid}\n{collector.pid}\n")
+    # A run's manifest whose evidence validated this host's pipe directory.
+    evidence = mps_preflight.check(
+        FIXTURES / "v2-served-validated.json", **{"request": "mps", "learner_device": "cuda:0",
+                                                  "collector_device": "cuda:0", "backend": "mjwarp"}
+    ).to_dict()
+    evidence["pipe_directory"] = str(host.pipe)
+    manifest = host.root / "run" / "manifest.json"
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps({"run": 1, "cuda_process_sharing": evidence}))
+    # The environment names another pipe directory: the manifest's is the one asked.
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", str(host.root / "elsewhere"))
+    attestation = mps_preflight.attest(learner.pid, collector.pid, manifest=manifest)
+    assert attestation["attested"] is True
+    assert attestation["pipe_directory"] == str(host.pipe)
+    recorded = json.loads(manifest.read_text())
+    assert recorded["run"] == 1
+    assert recorded["cuda_process_sharing"]["attestation"] == attestation
+
+
+def test_the_python_attest_recipe_of_docs_cli_kills_both_children(
+    host: FakeHost, processes: list, monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    """docs/cli.md's Python recipe, run as written (with a short wait): the children are
+    started with this interpreter, attest rejects them (no server lists them), and the
+    `finally` leaves neither running."""
+    import re
+    from pathlib import Path
+
+    from conftest import REPO, is_dead
+
+    text = (REPO / "docs" / "cli.md").read_text()
+    recipe = re.search(r"From a Python launcher.*?```py\n(.*?)```", text, flags=re.S)
+    assert recipe is not None
+    code = recipe.group(1).replace("wait=30.0", "wait=0.2")
+    work = Path(str(tmp_path))
+    for name in ("learner.py", "collector.py"):
+        (work / name).write_text("import time\ntime.sleep(60)\n")
+    (work / "run").mkdir()
+    (work / "run" / "manifest.json").write_text('{"run": 1}')
+    monkeypatch.chdir(work)
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        child = real_popen(*args, **kwargs)  # type: ignore[call-overload]
+        started.append(child)
+        return child
+
+    monkeypatch.setattr(subprocess, "Popen", recording_popen)
+    with pytest.raises(mps_preflight.Rejected):
+        exec(compile(code, "docs/cli.md", "exec"), {})  # noqa: S102 - our own docs
+    assert len(started) == 2
+    assert [child.args[0] for child in started] == [sys.executable, sys.executable]
+    assert all(is_dead(child.pid) for child in started)

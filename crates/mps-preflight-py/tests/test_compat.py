@@ -39,8 +39,13 @@ class FakeRun:
         return SimpleNamespace(stdout=answer, stderr="", returncode=0)
 
 
+#: The reference's `nvidia-smi --query-gpu=index,uuid` row for GPU 0.
+REF_ROW0 = f"0, {GPU0}"
+
+
 def healthy_run() -> FakeRun:
-    return FakeRun(**{"nvidia-smi": ROW0 + "\n", "nvidia-cuda-mps-control": "100.0\n4428\n"})
+    """The reference's doubles: its 2-column GPU table, and its daemon listing server 4428."""
+    return FakeRun(**{"nvidia-smi": REF_ROW0 + "\n", "nvidia-cuda-mps-control": "4428\n"})
 
 
 def probe(**kwargs: Any) -> compat.CudaProcessSharingEvidence:
@@ -54,28 +59,48 @@ def test_a_fake_run_command_gives_what_the_real_tools_give(host: FakeHost) -> No
     real = probe()
     assert fake == real
     assert (fake.validated, fake.server_pid, fake.learner_gpu_uuid) == (True, 4428, TOKEN0)
-    assert fake.to_dict() == mps_preflight.probe(**MPS).to_dict()
+    native = mps_preflight.probe(**MPS).to_dict()
+    assert fake.to_dict() == {key: native[key] for key in fake.to_dict()}
 
 
-def test_only_read_only_queries_with_subprocess_run_arguments_are_sent(host: FakeHost) -> None:
+def test_exactly_the_reference_commands_are_sent(host: FakeHost) -> None:
     host.socket()
     run = healthy_run()
     probe(run_command=run)
-    by_program = {argv[0]: (argv, kwargs) for argv, kwargs in run.calls}
-    assert sorted(by_program) == ["nvidia-cuda-mps-control", "nvidia-smi"]
-    argv, kwargs = by_program["nvidia-cuda-mps-control"]
-    assert argv == ["nvidia-cuda-mps-control"]
-    assert kwargs["input"] == "get_default_active_thread_percentage\nget_server_list\n"
-    assert (kwargs["text"], kwargs["capture_output"], kwargs["check"]) == (True, True, True)
-    assert kwargs["timeout"] == 5.0
-    assert kwargs["env"]["CUDA_MPS_PIPE_DIRECTORY"] == str(host.pipe)
-    assert "CUDA_MPS_PROTOCOL_VERSION" not in kwargs["env"]
-    argv, kwargs = by_program["nvidia-smi"]
-    assert argv[1:] == [
-        "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
-        "--format=csv,noheader",
+    assert [argv for argv, _ in run.calls] == [
+        ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+        ["nvidia-cuda-mps-control"],
     ]
-    assert "input" not in kwargs and "env" not in kwargs
+    (_, smi), (_, daemon) = run.calls
+    assert smi == {"text": True, "capture_output": True, "timeout": 5.0, "check": True}
+    assert list(daemon) == ["input", "text", "capture_output", "timeout", "check", "env"]
+    assert daemon["input"] == "get_server_list\n"
+    import os
+
+    assert daemon["env"] == {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": str(host.pipe)}
+
+
+def test_what_the_reference_commands_cannot_tell_is_unverified(host: FakeHost) -> None:
+    host.socket()
+    spec = mps_preflight._spec("mps", "cuda:0", "cuda:0", "mjwarp", 0, 1, ["mjwarp"], None, 5.0, compat=True)
+    answer = compat._native.probe(spec, compat._runner(healthy_run()))
+    evidence = mps_preflight.Evidence(mps_preflight._unwrap(answer))
+    assert evidence.validated and evidence.server_pid == 4428
+    assert evidence.unverified == [
+        "daemon-scope-unverified", "server-owner-unverified", "compute-mode-unverified"
+    ]
+    assert (evidence.compute_mode, evidence.driver_version, evidence.caller_uid) == (None, None, None)
+
+
+def test_an_idle_daemon_needs_more_than_an_empty_server_list(host: FakeHost) -> None:
+    host.socket()
+    idle = FakeRun(**{"nvidia-smi": REF_ROW0 + "\n", "nvidia-cuda-mps-control": ""})
+    caught = rejection(run_command=idle)
+    assert caught.code == "daemon-unreachable"
+    assert "could not reach the control daemon" in str(caught)
+    # This project's own liveness line is not a PID: a double answering it is not the reference's.
+    ours = FakeRun(**{"nvidia-smi": REF_ROW0 + "\n", "nvidia-cuda-mps-control": "100.0\n4428\n"})
+    assert rejection(run_command=ours).code == "daemon-answer-unrecognized"
 
 
 def rejection(**kwargs: Any) -> mps_preflight.Rejected:
@@ -90,13 +115,13 @@ def test_raised_errors_give_the_real_tools_outcomes(host: FakeHost) -> None:
     gone = subprocess.CalledProcessError(
         1, ["nvidia-cuda-mps-control"], output="", stderr="Cannot find MPS control daemon process\n"
     )
-    fake_gone = rejection(run_command=FakeRun(**{"nvidia-smi": ROW0 + "\n", "nvidia-cuda-mps-control": gone}))
+    fake_gone = rejection(run_command=FakeRun(**{"nvidia-smi": REF_ROW0 + "\n", "nvidia-cuda-mps-control": gone}))
     host.one_gpu().daemon_gone()
     assert str(fake_gone) == str(rejection())
     assert fake_gone.code == "daemon-unreachable"
 
     hung = subprocess.TimeoutExpired(["nvidia-cuda-mps-control"], 5.0)
-    fake_hung = rejection(run_command=FakeRun(**{"nvidia-smi": ROW0 + "\n", "nvidia-cuda-mps-control": hung}))
+    fake_hung = rejection(run_command=FakeRun(**{"nvidia-smi": REF_ROW0 + "\n", "nvidia-cuda-mps-control": hung}))
     assert fake_hung.code == "daemon-timed-out"
 
     # No tools at all: nvidia-smi is missing, as on a host without the driver.
@@ -112,9 +137,9 @@ def test_a_run_command_that_ignores_its_deadline_is_cut_off(host: FakeHost) -> N
 
     def stuck(argv: list[str], **kwargs: Any) -> object:
         if argv[0] == "nvidia-smi":
-            return SimpleNamespace(stdout=ROW0 + "\n")
+            return SimpleNamespace(stdout=REF_ROW0 + "\n")
         release.wait(30)  # ignores kwargs["timeout"]
-        return SimpleNamespace(stdout="100.0\n")
+        return SimpleNamespace(stdout="4428\n")
 
     started = time.monotonic()
     try:
@@ -130,8 +155,8 @@ def test_a_run_command_that_ignores_its_deadline_is_cut_off(host: FakeHost) -> N
 
 def test_output_past_the_cap_is_cut_short_and_proves_nothing(host: FakeHost) -> None:
     host.socket()
-    flood = "100.0\n" + "4428\n" * (1 << 19)
-    run = FakeRun(**{"nvidia-smi": ROW0 + "\n", "nvidia-cuda-mps-control": flood})
+    flood = "4428\n" * (1 << 19)
+    run = FakeRun(**{"nvidia-smi": REF_ROW0 + "\n", "nvidia-cuda-mps-control": flood})
     assert rejection(run_command=run).code == "daemon-answer-unrecognized"
 
 
@@ -159,27 +184,31 @@ def test_a_torch_stand_in_supplies_the_learner_uuid(host: FakeHost) -> None:
     assert "torch" not in sys.modules
 
 
-def test_the_manifest_mapping_is_mutated_in_place_with_the_same_keys(host: FakeHost) -> None:
+REFERENCE_KEYS = [
+    "configured", "effective", "validated", "rank", "world_size", "learner_device",
+    "collector_device", "learner_gpu_uuid", "collector_gpu_uuid", "pipe_directory_env",
+    "pipe_directory", "control_pipe", "control_pipe_kind", "server_pid", "ambient_server",
+]
+
+
+def test_the_manifest_mapping_is_mutated_in_place_with_the_reference_keys(host: FakeHost) -> None:
     host.healthy()
     evidence = probe()
     manifest: dict[str, Any] = {"run": 1}
     compat.apply_cuda_process_sharing_manifest(manifest, evidence)
     assert list(manifest) == ["run", "cuda_process_sharing"]
-    native: dict[str, Any] = {"run": 1}
-    mps_preflight.record(native, mps_preflight.probe(**MPS))
-    assert manifest == native
-    assert list(manifest["cuda_process_sharing"]) == list(native["cuda_process_sharing"])
+    assert list(manifest["cuda_process_sharing"]) == REFERENCE_KEYS
+    assert list(evidence.to_dict()) == REFERENCE_KEYS
+    assert list(dataclasses.asdict(evidence)) == REFERENCE_KEYS
+    native = mps_preflight.probe(**MPS).to_dict()
+    assert manifest["cuda_process_sharing"] == {key: native[key] for key in REFERENCE_KEYS}
 
 
 def test_the_evidence_is_the_reference_dataclass() -> None:
     names = [field.name for field in dataclasses.fields(compat.CudaProcessSharingEvidence)]
-    assert names[:15] == [
-        "configured", "effective", "validated", "rank", "world_size", "learner_device",
-        "collector_device", "learner_gpu_uuid", "collector_gpu_uuid", "pipe_directory_env",
-        "pipe_directory", "control_pipe", "control_pipe_kind", "server_pid", "ambient_server",
-    ]
+    assert names == REFERENCE_KEYS
     bare = compat.CudaProcessSharingEvidence(configured=None, effective=None, validated=False)
-    assert list(bare.to_dict()) == names[:15]
+    assert list(bare.to_dict()) == names
     with pytest.raises(dataclasses.FrozenInstanceError):
         bare.rank = 1  # type: ignore[misc]
     assert dataclasses.replace(bare, rank=1).rank == 1
@@ -228,22 +257,31 @@ def test_resolve_mps_visibility_entries(host: FakeHost) -> None:
 
 
 def test_resolve_mps_visibility_entries_through_a_run_command(host: FakeHost) -> None:
-    one = FakeRun(**{"nvidia-smi": ROW0 + "\n"})
+    one = FakeRun(**{"nvidia-smi": REF_ROW0 + "\n"})
     assert compat.resolve_mps_visibility_entries(["0"], run_command=one) == (GPU0,)
-    assert [argv[0] for argv, _ in one.calls] == ["nvidia-smi"]
+    assert one.calls == [
+        (
+            ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+            {"text": True, "capture_output": True, "timeout": 5.0, "check": True},
+        )
+    ]
+    # The reference's words, then what was found; never the CLI's --devices.
+    reference = (
+        "training.cuda_process_sharing='mps' could not resolve CUDA_VISIBLE_DEVICES entry '1' "
+        "to a host GPU UUID; MPS clients require UUID visibility entries. Check "
+        "nvidia-smi --query-gpu=index,uuid --format=csv,noheader."
+    )
     with pytest.raises(ValueError, match="has no host UUID") as caught:
         compat.resolve_mps_visibility_entries(["1"], run_command=one)
+    assert str(caught.value).startswith(reference)
     host.gpus(ROW0)
-    # The reference's function reads a mask, not the CLI's --devices, so its words are those of
-    # the CLI reading CUDA_VISIBLE_DEVICES.
-    host.env["CUDA_VISIBLE_DEVICES"] = "1"
-    assert str(caught.value) == host.cli("visibility").error()
-    del host.env["CUDA_VISIBLE_DEVICES"]
+    with pytest.raises(ValueError) as native:
+        compat.resolve_mps_visibility_entries(["1"])
+    assert str(native.value) == str(caught.value)
+    assert "--devices" not in str(native.value)
     with pytest.raises(ValueError, match="the table is unavailable"):
         compat.resolve_mps_visibility_entries(["0"], run_command=FakeRun())
-    mixed = (
-        f"Default, 550.163.01, 0, {GPU0}, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n"
-        f"Default, 550.163.01, 1, {GPU1}, NVIDIA GeForce RTX 3090, 00000000:02:00.0\n"
-    )
+    # The 2-column table names no model: two GPUs by index need CUDA_DEVICE_ORDER=PCI_BUS_ID.
+    two = FakeRun(**{"nvidia-smi": f"0, {GPU0}\n1, {GPU1}\n"})
     with pytest.raises(ValueError, match="index order cannot be trusted"):
-        compat.resolve_mps_visibility_entries(["1"], run_command=FakeRun(**{"nvidia-smi": mixed}))
+        compat.resolve_mps_visibility_entries(["1"], run_command=two)

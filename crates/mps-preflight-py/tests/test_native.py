@@ -132,7 +132,11 @@ def test_visibility_rewrites_indices_as_the_cli_does(host: FakeHost) -> None:
     assert host.cli("visibility").stdout == f"{GPU0},{GPU1}\n"
     with pytest.raises(mps_preflight.Rejected) as caught:
         mps_preflight.visibility("2")
-    assert str(caught.value) == host.cli("visibility", "--devices", "2").error()
+    # The command line's message, in this API's words: `mask=`, never `--devices`.
+    cli = host.cli("visibility", "--devices", "2").error()
+    assert cli.startswith('--devices "2" (the value for CUDA_VISIBLE_DEVICES): ')
+    assert str(caught.value) == 'mask="2": ' + cli.split(": ", 1)[1]
+    assert "--devices" not in str(caught.value)
     host.gpus(ROW0)
     assert mps_preflight.visibility(GPU1) == GPU1  # a UUID needs no table
 
@@ -300,3 +304,16 @@ def test_the_console_command_is_the_cli(host: FakeHost) -> None:
     assert version.code == 0
     assert version.stdout.startswith(f"mps-preflight {mps_preflight.__version__} ("), version.stdout
     assert host.cli("probe", "--help").stdout.startswith("Observe this host")
+
+
+def test_require_verified_makes_what_is_unverified_a_rejection() -> None:
+    from conftest import FIXTURES
+
+    v1 = FIXTURES / "healthy-socket-with-server.json"
+    lenient = mps_preflight.check(v1, **MPS)
+    assert lenient.validated and lenient.unverified
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(v1, **MPS, require_verified=True)
+    assert caught.value.code == lenient.unverified[0]
+    with pytest.raises(TypeError):
+        mps_preflight.check(v1, **MPS, require_verified="yes")  # type: ignore[arg-type]

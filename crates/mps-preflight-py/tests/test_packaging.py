@@ -31,6 +31,22 @@ def test_mypy_strict_catches_a_misuse() -> None:
     assert "incompatible type" in bad.stdout.lower()
 
 
+def test_mypy_strict_rejects_a_typo_and_a_write_on_evidence() -> None:
+    bad = _mypy(HERE / "typing_evidence_misuse.py")
+    assert bad.returncode == 1, bad.stdout
+    assert '"Evidence" has no attribute "sever_pid"' in bad.stdout, bad.stdout
+    assert "validated" in bad.stdout and "read-only" in bad.stdout, bad.stdout
+    assert "Found 2 errors" in bad.stdout, bad.stdout
+
+
+def test_the_typed_dicts_are_importable_at_runtime() -> None:
+    import mps_preflight
+
+    assert mps_preflight.Snapshot.__required_keys__ >= {"schema", "os", "env"}
+    assert "attested" in mps_preflight.Attestation.__annotations__
+    assert "consistent" in mps_preflight.MergeReport.__annotations__
+
+
 def test_import_loads_no_torch_no_subprocess_and_no_compat() -> None:
     probe = (
         "import sys, mps_preflight; "

@@ -30,13 +30,24 @@ def launch(manifest: dict[str, Any], snapshot: Path) -> bool:
     pid: int | None = evidence.server_pid
     uuid: str | None = evidence.learner_gpu_uuid
     mask: str = mps_preflight.visibility("0", timeout=1.0)
-    facts: dict[str, Any] = mps_preflight.capture(timeout=2.5)
+    facts: mps_preflight.Snapshot = mps_preflight.capture(timeout=2.5)
+    schema: str = facts["schema"]
     findings: list[mps_preflight.Finding] = mps_preflight.doctor(
         None, "cpu", backend="mjwarp", snapshot=facts
     )
-    report: dict[str, Any] = mps_preflight.merge([snapshot.with_name("manifest.json")])
+    report: mps_preflight.MergeReport = mps_preflight.merge([snapshot.with_name("manifest.json")])
+    consistent: bool = report["consistent"]
+    attestation: mps_preflight.Attestation = mps_preflight.attest(
+        1, 2, wait=30.0, manifest=snapshot.with_name("manifest.json")
+    )
+    attested: bool = attestation["attested"]
+    strict: mps_preflight.Evidence = mps_preflight.probe(
+        "mps", "cuda:0", "cuda:0", backend="mjwarp", require_verified=True
+    )
+    unverified: list[str] = strict.unverified
+    owners: list[int] = evidence.server_uids
     token: str = mps_preflight.canonicalize_gpu_uuid(mask)
-    print(pid, uuid, findings, report, token)
+    print(pid, uuid, findings, report, token, schema, consistent, attested, unverified, owners)
     return evidence.validated
 
 

@@ -56,6 +56,29 @@ pub(crate) const BUILD_VERSION: &str = concat!(
     ")"
 );
 
+/// `text` with its paragraphs on one line each, for clap to wrap at the terminal's width: the
+/// source keeps its lines short, and a line break inside a paragraph would otherwise stay, and
+/// leave a short orphan line wherever clap wraps first. A blank line separates paragraphs, and
+/// a line that starts with a space or `-` (a list item) keeps its own line.
+pub(crate) fn paragraphs(text: &str) -> String {
+    let mut joined = String::with_capacity(text.len());
+    let mut previous_blank = true;
+    for line in text.lines() {
+        let blank = line.trim().is_empty();
+        let own_line = line.starts_with(' ') || line.starts_with('-');
+        if !joined.is_empty() {
+            joined.push(if previous_blank || blank || own_line {
+                '\n'
+            } else {
+                ' '
+            });
+        }
+        joined.push_str(line);
+        previous_blank = blank;
+    }
+    joined
+}
+
 /// Answers, fail-closed, whether a learner and a collector process will really share one
 /// physical GPU through a live CUDA MPS daemon, and records the evidence.
 #[derive(Debug, Parser)]
@@ -63,11 +86,11 @@ pub(crate) const BUILD_VERSION: &str = concat!(
     name = "mps-preflight",
     version = BUILD_VERSION,
     about = "Answers, fail-closed, whether a learner and a collector will really share one physical GPU through a live CUDA MPS daemon",
-    long_about = "\
+    long_about = paragraphs("\
 Answers, fail-closed, whether a learner and a collector process will really share one physical
 GPU through a live CUDA MPS daemon. An explicit `--request mps` is either proven against this
 host, with the evidence printed as JSON, or rejected with the first unmet prerequisite and the
-command that fixes it. A null request (the default) never fails: it records the ambient MPS state.",
+command that fixes it. A null request (the default) never fails: it records the ambient MPS state."),
     after_help = format!("{TOP_AFTER_HELP}\n{EXIT_CODES}"),
     arg_required_else_help = false,
     max_term_width = 100
@@ -81,13 +104,13 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Observe this host and validate the request; print the evidence as JSON
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Observe this host (environment, control pipe, pid file, `nvidia-smi`, a read-only daemon query)
 and validate the request against what was seen. This is `capture` then `check`, in memory:
 `check` on a fresh `capture` prints exactly what `probe` prints.
 
 On success stdout is exactly one JSON object, the evidence (24 keys). When rejected, stdout is
-empty and stderr begins with `error: ` and says what to do.",
+empty and stderr begins with `error: ` and says what to do."),
         after_help = format!("Examples:
   mps-preflight probe --request mps \\
       --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
@@ -102,10 +125,10 @@ empty and stderr begins with `error: ` and says what to do.",
 
     /// Record this host's raw facts as a JSON snapshot, for `check` and `doctor --snapshot`
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Record what this host shows (environment, control pipe, pid file, `nvidia-smi`, a read-only
 daemon query) as a JSON snapshot, uninterpreted. Replay it anywhere with `check --snapshot` or
-`doctor --snapshot`; no GPU is needed there.",
+`doctor --snapshot`; no GPU is needed there."),
         after_help = format!("Examples:
   mps-preflight capture --output host.json
   mps-preflight capture \\
@@ -120,10 +143,10 @@ Exit status:
 
     /// Validate a request against a snapshot alone, touching nothing on this host
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Validate the request against a snapshot from `capture` (or a fixture), touching nothing on this
 host. Prints what `probe` would have printed on the captured host. A --learner-uuid given here
-replaces the one recorded in the snapshot.",
+replaces the one recorded in the snapshot."),
         after_help = format!("Examples:
   mps-preflight check \\
       --snapshot fixtures/hosts/healthy-socket-with-server.json \\
@@ -137,7 +160,7 @@ replaces the one recorded in the snapshot.",
     /// Print `CUDA_VISIBLE_DEVICES` with device indices rewritten to GPU UUIDs.
     #[command(
         about = "Print CUDA_VISIBLE_DEVICES with device indices rewritten to GPU UUIDs, for an MPS launch",
-        long_about = "\
+        long_about = paragraphs("\
 Print CUDA_VISIBLE_DEVICES (or --devices LIST) with each device index rewritten to its host
 GPU's `GPU-…` UUID. An MPS server renumbers the devices it serves from 0, so a client mask like
 `1` selects nothing; a UUID names the same GPU everywhere. `GPU-`/`MIG-` entries pass through.
@@ -145,7 +168,7 @@ When CUDA_VISIBLE_DEVICES is unset, every host GPU's UUID is printed, in order.
 
 Exit 1, naming the entry, when an index has no host GPU (or `nvidia-smi` cannot list them), and
 when index order cannot be trusted: indices follow CUDA's order, which is `nvidia-smi`'s only
-with CUDA_DEVICE_ORDER=PCI_BUS_ID or when every GPU is the same model.",
+with CUDA_DEVICE_ORDER=PCI_BUS_ID or when every GPU is the same model."),
         after_help = format!("Examples:
   devices=$(mps-preflight visibility) || exit 1
   export CUDA_VISIBLE_DEVICES=\"$devices\"
@@ -165,9 +188,9 @@ Exit status:
 
     /// List every unmet prerequisite at once: what was found, why it matters, how to fix it
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 List every unmet prerequisite of the request at once, not only the first: what was found, why
-it matters, and the command that fixes it. Observes this host, or reads --snapshot.",
+it matters, and the command that fixes it. Observes this host, or reads --snapshot."),
         after_help = format!("Examples:
   mps-preflight doctor --request mps \\
       --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp
@@ -186,11 +209,11 @@ Exit status:
 
     /// Check the per-rank evidence of one run: every rank once, and consistent
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Check the per-rank evidence of one run (manifests holding `cuda_process_sharing`, or bare
 evidence files): ranks 0..world_size each appear once, world sizes and modes agree, and ranks
 naming one pipe directory name one control pipe, daemon and server. Prints the merged run as
-JSON; each inconsistency is one `error: <code>: <message>` line on stderr.",
+JSON; each inconsistency is one `error: <code>: <message>` line on stderr."),
         after_help = format!("Examples:
   mps-preflight merge runs/42/rank*/manifest.json
 
@@ -208,12 +231,12 @@ Exit status:
 
     /// Run policy suites: captured snapshots, requests and expected outcomes, offline
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Run policy suites offline: each case of a `*.cases.json` file is a captured snapshot, a request
 and the expected outcome (validated, with some evidence fields, or rejected with a code). Like
 `check`, it touches nothing on this host. One `ok`/`FAIL` line per case, then `N passed, N failed`.
 A case naming a snapshot of another schema, an unknown code, request flag or evidence key is an
-error (exit 2), never a pass. The format: docs/offline-testing.md.",
+error (exit 2), never a pass. The format: docs/offline-testing.md."),
         after_help = "Examples:
   mps-preflight test fixtures/cases
   mps-preflight test fleet/gpu-hosts.cases.json --junit reports/policy.xml
@@ -229,12 +252,12 @@ Exit status:
 
     /// Print the JSON Schema (draft 2020-12) of a snapshot, the evidence, or a report
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Print the JSON Schema (draft 2020-12) of what this tool reads or writes, generated from its
 types: `snapshot` (what `capture` writes and `check` reads), `evidence` (what `probe` and `check`
 print and manifests record under `cuda_process_sharing`), `doctor` (`doctor --format json`) or
 `merge`. Each schema's `$id` carries its version (`urn:mps-preflight:host-facts:v1`). Copies
-are committed in docs/schemas/.",
+are committed in docs/schemas/."),
         after_help = "Examples:
   mps-preflight schema snapshot > host-facts.schema.json
   mps-preflight schema evidence
@@ -246,14 +269,14 @@ Exit status:
     Schema(SchemaArgs),
 
     /// After start: prove that the learner and the collector are clients of one MPS server
-    #[command(long_about = crate::attest::LONG_ABOUT, after_help = crate::attest::AFTER_HELP)]
+    #[command(long_about = paragraphs(crate::attest::LONG_ABOUT), after_help = crate::attest::AFTER_HELP)]
     Attest(crate::attest::AttestArgs),
 
     /// Print a shell completion script for bash, zsh or fish
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Print a completion script for this command line, generated from its definitions, for bash, zsh
-or fish. Install it where the shell looks for completions (or `source` it).",
+or fish. Install it where the shell looks for completions (or `source` it)."),
         after_help = "Examples:
   mps-preflight completions bash \\
       > ~/.local/share/bash-completion/completions/mps-preflight
@@ -269,9 +292,9 @@ Exit status:
 
     /// Print the man page (roff), generated from the same definitions as --help
     #[command(
-        long_about = "\
+        long_about = paragraphs("\
 Print the man page, mps-preflight(1), in roff, generated from the same definitions as --help:
-every command, its flags and its examples.",
+every command, its flags and its examples."),
         after_help = "Examples:
   mps-preflight man > /usr/local/share/man/man1/mps-preflight.1
   mps-preflight man | man -l -
@@ -335,10 +358,10 @@ pub(crate) struct RequestArgs {
         long,
         value_name = "UUID",
         help = "The learner's GPU UUID as its own CUDA runtime reports it",
-        long_help = "\
+        long_help = paragraphs("\
 The learner's GPU UUID as its own CUDA runtime reports it (e.g. torch's
 `get_device_properties(i).uuid`); without it, the learner's GPU is resolved from
-CUDA_VISIBLE_DEVICES and `nvidia-smi`, like the collector's"
+CUDA_VISIBLE_DEVICES and `nvidia-smi`, like the collector's")
     )]
     pub(crate) learner_uuid: Option<String>,
 
@@ -349,11 +372,11 @@ CUDA_VISIBLE_DEVICES and `nvidia-smi`, like the collector's"
     #[arg(
         long,
         help = "Reject what cannot be verified (the daemon's GPU scope, a server's owner, the compute mode)",
-        long_help = "\
+        long_help = paragraphs("\
 Reject every prerequisite that could not be observed (the daemon's GPU scope when its
 environment is unreadable, a server's owner when /proc hides it, the compute mode when it was
 not recorded) instead of listing it in the evidence's `unverified` key. For operators who run
-the probe as root, where everything can be observed"
+the probe as root, where everything can be observed")
     )]
     pub(crate) require_verified: bool,
 }
@@ -390,11 +413,11 @@ pub(crate) struct ProbeArgs {
         long,
         value_name = "FILE",
         help = "Also record the evidence in this JSON manifest, under `cuda_process_sharing`",
-        long_help = "\
+        long_help = paragraphs("\
 Also record the evidence in this JSON manifest, under `cuda_process_sharing`: created
 if missing, every other key and the key order kept, written atomically. A file that is
 not a JSON object (or a symlink, or not writable) is left untouched and the command
-exits 2"
+exits 2")
     )]
     pub(crate) manifest: Option<PathBuf>,
 
@@ -402,7 +425,7 @@ exits 2"
         long,
         value_name = "FILE",
         help = "Also write Prometheus metrics to FILE, for node_exporter's textfile collector",
-        long_help = "\
+        long_help = paragraphs("\
 Also write Prometheus metrics to FILE (node_exporter's textfile-collector format),
 whether the request was validated or rejected: mps_preflight_validated (the
 evidence's validated: always 0 for a null request), mps_preflight_probe_success,
@@ -410,7 +433,7 @@ mps_preflight_unmet_prerequisites{code}, mps_preflight_daemon_up,
 mps_preflight_probe_duration_seconds, mps_preflight_last_run_timestamp_seconds.
 Written atomically (a temporary file in the same directory, then a rename); a file
 that cannot be written makes the command exit 2, saying whether the old file was
-left unchanged"
+left unchanged")
     )]
     pub(crate) prom_textfile: Option<PathBuf>,
 
@@ -548,6 +571,10 @@ pub(crate) enum SchemaKind {
     Merge,
     /// `attest`'s attestation (a manifest's `cuda_process_sharing.attestation`).
     Attestation,
+    /// A `*.cases.json` policy suite (`test`).
+    Cases,
+    /// An attest snapshot (`attest --save-snapshot`, `attest --snapshot`).
+    AttestSnapshot,
 }
 
 /// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,

@@ -182,6 +182,10 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
     let mut inputs = Vec::with_capacity(args.files.len());
     let mut unreadable = Vec::new();
     for path in &args.files {
+        if let Some(pattern) = unmatched_glob(path) {
+            unreadable.push(pattern);
+            continue;
+        }
         match sharing_manifest::read_json_file(path) {
             Ok(value) => inputs.push((path.to_string_lossy().into_owned(), value)),
             Err(err) => unreadable.push(err.to_string()),
@@ -203,6 +207,20 @@ pub(crate) fn merge(args: &MergeArgs) -> Output {
         errors: report.findings.iter().map(ToString::to_string).collect(),
         ..Output::default()
     }
+}
+
+/// What to say for an argument that is a shell pattern the shell left as written because no
+/// file matched it (`ranks/*/manifest.json` with no rank written yet): a path with `*`, `?` or
+/// `[` that does not exist. `None` for anything else (a file that exists, or a plain name).
+fn unmatched_glob(path: &Path) -> Option<String> {
+    let text = path.to_string_lossy();
+    let pattern = text.contains(['*', '?', '[']);
+    (pattern && path.symlink_metadata().is_err()).then(|| {
+        format!(
+            "no rank file matched {}: the shell passes a pattern that matches nothing as it is written; check the path, or that the ranks wrote their manifests",
+            sharing_manifest::quote_path(path)
+        )
+    })
 }
 
 /// The note for a host on which nothing about MPS was observed (`sharing_policy::nothing_observed`),

@@ -14,8 +14,49 @@ pub(crate) fn completions(args: &CompletionsArgs) -> Output {
         CompletionShell::Fish => Shell::Fish,
     };
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "mps-preflight", &mut script);
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "mps-preflight", &mut script);
+    match shell {
+        Shell::Bash => script = bash_states_fixed(&script),
+        Shell::Fish => fish_positional_values(&command, &mut script),
+        _ => {}
+    }
     text(script, "the completion script")
+}
+
+/// `clap_complete`'s bash script names each subcommand's state `mps__preflight__subcmd__check`
+/// where it sets it, but `mps__subcmd__preflight__subcmd__check` in the `case` arms that
+/// complete its flags (its hyphenated-binary-name bug, clap-rs/clap issues 6421 and 6529), so
+/// nothing after the subcommand ever completed. The arms are renamed to the state's name.
+fn bash_states_fixed(script: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(script)
+        .replace("mps__subcmd__preflight__", "mps__preflight__")
+        .into_bytes()
+}
+
+/// `clap_complete`'s fish script completes no positional value (`schema <KIND>`,
+/// `completions <SHELL>`): one line per possible value of each subcommand's positional
+/// arguments is added, in the script's own form.
+fn fish_positional_values(command: &clap::Command, script: &mut Vec<u8>) {
+    for sub in command.get_subcommands() {
+        for arg in sub.get_positionals() {
+            for value in arg.get_possible_values() {
+                if value.is_hide_set() {
+                    continue;
+                }
+                let help = value
+                    .get_help()
+                    .map(|help| format!(" -d '{}'", help.to_string().replace('\'', "\\'")))
+                    .unwrap_or_default();
+                let line = format!(
+                    "complete -c mps-preflight -n \"__fish_mps_preflight_using_subcommand {}\" -f -a \"{}\"{help}\n",
+                    sub.get_name(),
+                    value.get_name()
+                );
+                script.extend_from_slice(line.as_bytes());
+            }
+        }
+    }
 }
 
 /// mps-preflight(1): the top-level page, then one section per command with its own help.
@@ -40,7 +81,31 @@ pub(crate) fn man() -> Output {
             return Output::input(format!("cannot render the man page of {name}: {err}"));
         }
     }
-    text(page, "the man page")
+    match String::from_utf8(page) {
+        Ok(page) => Output::data(man_fixed(&page, &command)),
+        Err(err) => Output::input(format!("the man page is not UTF-8: {err}")),
+    }
+}
+
+/// `clap_mangen`'s page, with what it gets wrong for this one-page manual put right: its
+/// SUBCOMMANDS list points to `mps-preflight-probe(1)` and the like, pages that do not exist
+/// (each command is a section of this page, `MPS-PREFLIGHT PROBE`), and it files the examples
+/// and exit status under a heading called EXTRA.
+fn man_fixed(page: &str, command: &clap::Command) -> String {
+    // clap's own `help` command has no section of its own.
+    let mut page = page
+        .replace(".SH EXTRA\n", ".SH EXAMPLES\n")
+        .replace("mps\\-preflight\\-help(1)", "\\fBmps\\-preflight help\\fR");
+    for sub in command.get_subcommands() {
+        let name = sub.get_name();
+        let reference = format!("mps\\-preflight\\-{}(1)", name.replace('-', "\\-"));
+        let section = format!(
+            "\\fBmps\\-preflight {name}\\fR (section MPS\\-PREFLIGHT {} below)",
+            name.to_uppercase()
+        );
+        page = page.replace(&reference, &section);
+    }
+    page
 }
 
 fn text(bytes: Vec<u8>, what: &str) -> Output {

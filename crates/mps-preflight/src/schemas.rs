@@ -51,6 +51,17 @@ pub(crate) fn schema(kind: SchemaKind) -> Value {
             "mps-preflight attestation",
             generate::<sharing_policy::Attestation>(true),
         ),
+        // Inputs: what `test` and `attest --snapshot` accept.
+        SchemaKind::Cases => (
+            crate::suite::CASES_SCHEMA,
+            "mps-preflight test case file",
+            crate::suite::cases_schema(),
+        ),
+        SchemaKind::AttestSnapshot => (
+            sharing_policy::ATTEST_SCHEMA,
+            "mps-preflight attest snapshot",
+            generate::<sharing_policy::AttestFacts>(false),
+        ),
     };
     let mut out = Map::new();
     let mut generated = match generated {
@@ -71,6 +82,16 @@ pub(crate) fn schema(kind: SchemaKind) -> Value {
         // A snapshot of another version is refused (exit 2), so the schema says which ones are
         // read: this one, and v1 (which has none of the v2 fields).
         field.insert("enum".to_owned(), Value::from(vec![SCHEMA, SCHEMA_V1]));
+    }
+    if kind == SchemaKind::AttestSnapshot
+        && let Some(Value::Object(field)) =
+            out.get_mut("properties").and_then(|p| p.get_mut("schema"))
+    {
+        // An attest snapshot of another version is refused.
+        field.insert(
+            "enum".to_owned(),
+            Value::from(vec![sharing_policy::ATTEST_SCHEMA]),
+        );
     }
     Value::Object(out)
 }

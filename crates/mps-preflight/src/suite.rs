@@ -2,58 +2,85 @@
 //! a snapshot, a request and the expected outcome; the same `sharing_policy::validate` as
 //! `check` judges it, and nothing on this host is observed or run.
 //!
-//! Every case file is read and checked before any case runs, so an unreadable suite is exit 2
-//! with nothing on stdout; then one `ok`/`FAIL` line per case and `N passed, N failed`.
+//! Every case file is read and checked before any of its cases runs. A file that cannot be read
+//! (or a folder with none) does not stop the others: each is one `ERROR` line and one `JUnit`
+//! `<error>`, and the run is exit 2. Then one `ok`/`FAIL` line per case and `N passed, N failed`.
+//! Names are printed with control characters escaped, so a case name cannot forge a line. The
+//! `JUnit` file (`--junit`, its missing folders created) is written first, and always: a failed
+//! write prints nothing on stdout, and no earlier run's report is ever left in its place.
 
 mod cases;
 mod junit;
 mod request;
+mod schema;
+
+pub(crate) use schema::{CASES_SCHEMA, cases_schema};
 
 use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sharing_policy::{Evidence, Rejection};
 
 use crate::cli::TestArgs;
-use crate::output::{Output, Status};
+use crate::output::{Output, Status, one_line};
 use cases::{Case, CaseFile, Expect};
 
-/// The outcome of one case file: each case's name and its differences (none: passed).
+/// The outcome of one case file: each case's name, its differences (none: passed) and how
+/// long it took.
 #[derive(Debug)]
 pub(crate) struct FileResult {
     pub(crate) path: String,
-    pub(crate) cases: Vec<(String, Vec<String>)>,
+    pub(crate) cases: Vec<(String, Vec<String>, Duration)>,
 }
 
 impl FileResult {
     pub(crate) fn failures(&self) -> usize {
         self.cases
             .iter()
-            .filter(|(_, diffs)| !diffs.is_empty())
+            .filter(|(_, diffs, _)| !diffs.is_empty())
             .count()
     }
 }
 
+/// A case file (or folder) that could not be read: where, and why (the message names it).
+#[derive(Debug)]
+pub(crate) struct Unreadable {
+    pub(crate) path: String,
+    pub(crate) message: String,
+}
+
 pub(crate) fn test(args: &TestArgs) -> Output {
-    let mut files = Vec::new();
-    let loaded = cases::case_files(&args.paths).and_then(|paths| {
-        paths
-            .iter()
-            .try_for_each(|path| cases::load(path).map(|file| files.push(file)))
-    });
-    if let Err(err) = loaded {
-        return Output::input(err);
+    let (paths, mut unreadable) = cases::case_files(&args.paths);
+    let mut files = Vec::with_capacity(paths.len());
+    for path in &paths {
+        match cases::load(path) {
+            Ok(file) => files.push(file),
+            Err(message) => unreadable.push(Unreadable {
+                path: path.display().to_string(),
+                message,
+            }),
+        }
     }
     let results: Vec<FileResult> = files.iter().map(run_file).collect();
+    if let Some(path) = &args.junit
+        && let Err(message) = write_junit(path, &junit::report(&results, &unreadable))
+    {
+        return Output::input(message);
+    }
     let failed: usize = results.iter().map(FileResult::failures).sum();
     let total: usize = results.iter().map(|file| file.cases.len()).sum();
+    let status = if !unreadable.is_empty() {
+        Status::Input
+    } else if failed > 0 {
+        Status::Rejected
+    } else {
+        Status::Ok
+    };
     let mut output = Output {
-        status: if failed == 0 {
-            Status::Ok
-        } else {
-            Status::Rejected
-        },
-        stdout: report(&results, total - failed, failed),
+        status,
+        stdout: report(&results, &unreadable, total - failed, failed),
         ..Output::default()
     };
     if failed > 0 {
@@ -62,18 +89,22 @@ pub(crate) fn test(args: &TestArgs) -> Output {
             "{failed} of {total} {noun} failed (the report is on stdout)"
         ));
     }
-    if let Some(path) = &args.junit
-        && let Err(err) = sharing_manifest::write_file(
-            path,
-            junit::report(&results).as_bytes(),
-            "the JUnit report to --junit",
-            sharing_manifest::WriteOptions::new(),
-        )
-    {
-        output.status = Status::Input;
-        output.errors.push(err.to_string());
-    }
+    // Unreadable files first: they are why the run is exit 2.
+    let reasons = unreadable.iter().map(|file| file.message.clone());
+    output.errors.splice(0..0, reasons);
     output
+}
+
+/// Writes the `JUnit` report to `path`, creating its missing folders; the error says what
+/// failed and the file's state.
+fn write_junit(path: &Path, xml: &str) -> Result<(), String> {
+    sharing_manifest::write_file(
+        path,
+        xml.as_bytes(),
+        "the JUnit report to --junit",
+        sharing_manifest::WriteOptions::new().create_parents(true),
+    )
+    .map_err(|err| format!("{err}, and no case result is printed"))
 }
 
 fn run_file(file: &CaseFile) -> FileResult {
@@ -82,29 +113,47 @@ fn run_file(file: &CaseFile) -> FileResult {
         cases: file
             .cases
             .iter()
-            .map(|case| (case.name.clone(), differences(case)))
+            .map(|case| {
+                let started = Instant::now();
+                let diffs = differences(case);
+                (case.name.clone(), diffs, started.elapsed())
+            })
             .collect(),
     }
 }
 
-/// One line per case, then the counts.
-fn report(results: &[FileResult], passed: usize, failed: usize) -> String {
+/// One line per unreadable file and per case, then the counts. Paths, names and differences
+/// are printed with control characters escaped: one line each, whatever a case file holds.
+fn report(
+    results: &[FileResult],
+    unreadable: &[Unreadable],
+    passed: usize,
+    failed: usize,
+) -> String {
     let mut text = String::new();
+    for file in unreadable {
+        let _ = writeln!(text, "ERROR {}", one_line(&file.message));
+    }
     for file in results {
-        for (name, differences) in &file.cases {
+        let path = one_line(&file.path);
+        for (name, differences, _) in &file.cases {
+            let name = one_line(name);
             let _ = if differences.is_empty() {
-                writeln!(text, "ok   {}: {name}", file.path)
+                writeln!(text, "ok   {path}: {name}")
             } else {
                 writeln!(
                     text,
-                    "FAIL {}: {name}: {}",
-                    file.path,
-                    differences.join("; ")
+                    "FAIL {path}: {name}: {}",
+                    one_line(&differences.join("; "))
                 )
             };
         }
     }
-    let _ = writeln!(text, "{passed} passed, {failed} failed");
+    let _ = write!(text, "{passed} passed, {failed} failed");
+    if !unreadable.is_empty() {
+        let _ = write!(text, ", {} unreadable", unreadable.len());
+    }
+    text.push('\n');
     text
 }
 

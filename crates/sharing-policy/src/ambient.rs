@@ -81,8 +81,12 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     // Ambient sharing needs the effective control pipe: without a socket or FIFO there, no
     // client reaches the daemon, whatever a query through another path answered.
     if evidence.control_pipe_kind.is_some()
-        && let DaemonStatus::Live { server_pid } =
-            daemon::status(facts.daemon_query.as_ref(), directory.as_bytes())
+        && let DaemonStatus::Live { server_pid } = crate::reference::status_with_pid_file(
+            crate::Vocabulary::Reference,
+            facts.daemon_query.as_ref(),
+            directory.as_bytes(),
+            facts.pid_file.as_ref(),
+        )
     {
         evidence.ambient_server = true;
         evidence.server_pid = server_pid;

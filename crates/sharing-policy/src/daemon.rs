@@ -1,5 +1,6 @@
 //! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e).
 
+use crate::reference::{self, is_reference};
 use crate::retry::transient_signature;
 use crate::text::{push_plain, push_repr, repr};
 use crate::{
@@ -43,7 +44,7 @@ pub(crate) fn is_percentage(line: &str) -> bool {
 }
 
 /// A server PID line: ASCII digits only (no sign, no spaces), a positive PID.
-fn server_pid_line(line: &str) -> Option<i64> {
+pub(crate) fn server_pid_line(line: &str) -> Option<i64> {
     if line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -126,7 +127,7 @@ fn check_probe(record: &QueryRecord, pipe_directory: &[u8]) -> Result<(), String
             record.args
         ));
     }
-    if !is_probe_stdin(&record.stdin) {
+    if !is_probe_stdin(&record.stdin) && !is_reference(record) {
         return Err(format!(
             "the daemon query sent {} instead of {}",
             repr(&record.stdin),
@@ -184,6 +185,12 @@ pub(crate) fn status_in(
         return DaemonStatus::NotTheProbe(why);
     }
     match &record.outcome {
+        QueryOutcome::Exited {
+            code: Some(0),
+            signal: _,
+            stdout,
+            stderr,
+        } if is_reference(record) => reference::answer(stdout, stderr),
         QueryOutcome::Exited {
             code: Some(0),
             signal: _,
@@ -431,7 +438,7 @@ mod tests {
             DaemonStatus::NotTheProbe(_)
         ));
         let mut stdin = record(exited(0, "", ""));
-        stdin.stdin = "get_server_list\n".to_owned();
+        stdin.stdin = "get_default_active_thread_percentage\n".to_owned();
         assert!(matches!(
             status(Some(&stdin), b"/tmp/nvidia-mps"),
             DaemonStatus::NotTheProbe(_)

@@ -2,6 +2,7 @@
 //! GPU table, without initialising CUDA (deliberate changes 1–3).
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use gpu_uuid::{GpuTable, GpuTableView, GpuUuid, Placement, ResolveError, TABLE_QUERY_ARGS};
 
@@ -16,6 +17,13 @@ pub const GPU_QUERY_ARGS: [&str; 2] = [
     "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
     "--format=csv,noheader",
 ];
+
+/// The reference module's GPU query (`nvidia-smi --query-gpu=index,uuid --format=csv,noheader`),
+/// which the reference's drop-in sends through a caller's `run_command` double: two columns,
+/// so the GPUs' models are unknown (index order is then trusted only under
+/// `CUDA_DEVICE_ORDER=PCI_BUS_ID` or with one GPU) and the compute mode is unverified, as for a
+/// v1 snapshot.
+pub const REFERENCE_GPU_QUERY_ARGS: [&str; 2] = ["--query-gpu=index,uuid", "--format=csv,noheader"];
 
 /// The v2 columns of one GPU row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +80,35 @@ fn split_extras(stdout: &str) -> Result<TableText<'_>, HostTableError> {
     Ok(TableText {
         rows: Cow::Owned(rows),
         extras,
+    })
+}
+
+/// The reference query's two-column rows as table rows. The query names no model, so each row
+/// gets a model of its own that says so: GPUs of unknown models are never taken for one model
+/// (which would trust index order on a host whose models may differ). The bus id is a
+/// placeholder the validator never shows.
+fn reference_rows(stdout: &str) -> Result<TableText<'_>, HostTableError> {
+    let mut rows = String::with_capacity(stdout.len() * 2);
+    for line in stdout.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let [index, uuid] = fields.as_slice() else {
+            return Err(HostTableError::Unavailable(format!(
+                "a row of the index,uuid GPU query does not have exactly 2 columns: {}",
+                repr(line)
+            )));
+        };
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            rows,
+            "{index}, {uuid}, model of GPU {index} not queried, 0000:00:00.0"
+        );
+    }
+    Ok(TableText {
+        rows: Cow::Owned(rows),
+        extras: Vec::new(),
     })
 }
 
@@ -211,8 +248,9 @@ pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
 fn table_text(query: &QueryRecord) -> Result<TableText<'_>, HostTableError> {
     use HostTableError::{NotTheQuery, Unavailable};
     let v2 = query.args == GPU_QUERY_ARGS;
+    let reference = query.args == REFERENCE_GPU_QUERY_ARGS;
     if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
-        || !(v2 || query.args == TABLE_QUERY_ARGS)
+        || !(v2 || reference || query.args == TABLE_QUERY_ARGS)
     {
         return Err(NotTheQuery(format!(
             "its GPU query ran {} {:?} instead of {GPU_QUERY_PROGRAM} {:?}",
@@ -244,6 +282,8 @@ fn table_text(query: &QueryRecord) -> Result<TableText<'_>, HostTableError> {
                 )))
             } else if v2 {
                 split_extras(&stdout.text)
+            } else if reference {
+                reference_rows(&stdout.text)
             } else {
                 Ok(TableText {
                     rows: Cow::Borrowed(&stdout.text),
@@ -458,5 +498,53 @@ impl Visible<'_> {
             )));
         }
         Ok(uuid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::CapturedText;
+
+    fn reference_record(stdout: &str) -> QueryRecord {
+        QueryRecord {
+            program: GPU_QUERY_PROGRAM.to_owned(),
+            args: REFERENCE_GPU_QUERY_ARGS.map(String::from).to_vec(),
+            stdin: String::new(),
+            env: BTreeMap::new(),
+            env_removed: Vec::new(),
+            timeout_ms: 5000,
+            elapsed_ms: 1,
+            outcome: QueryOutcome::Exited {
+                code: Some(0),
+                signal: None,
+                stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
+                stderr: CapturedText::default(),
+            },
+            earlier_attempts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_reference_two_column_table_is_read_and_never_taken_for_one_model() {
+        let rows = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n1, GPU-5a88edbe-90c4-2449-8c43-70c57591cca1\n";
+        let table = host_gpu_table(&reference_record(rows)).unwrap();
+        assert_eq!(table.len(), 2);
+        assert!(!table.is_homogeneous(), "unknown models are not one model");
+        assert!(!index_order_trusted(&EnvFacts::default(), &table));
+        let one = host_gpu_table(&reference_record(
+            "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
+        ))
+        .unwrap();
+        assert!(index_order_trusted(&EnvFacts::default(), &one));
+        for bad in [
+            "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, H100\n",
+            "0\n",
+            "x, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
+        ] {
+            assert!(host_gpu_table(&reference_record(bad)).is_err(), "{bad:?}");
+        }
     }
 }

@@ -12,6 +12,7 @@ mod facts;
 mod finding;
 mod gpu;
 mod process;
+mod reference;
 mod request;
 pub mod retry;
 mod served;
@@ -37,10 +38,13 @@ pub use facts::{
     V2_ONLY_FIELDS, parse_pid, schema_field_error,
 };
 pub use finding::{Finding, Rejection};
-pub use gpu::{GPU_QUERY_ARGS, HostTableError, host_gpu_table, index_order_trusted};
+pub use gpu::{
+    GPU_QUERY_ARGS, HostTableError, REFERENCE_GPU_QUERY_ARGS, host_gpu_table, index_order_trusted,
+};
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };
+pub use reference::REFERENCE_DAEMON_STDIN;
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use start::start_command;

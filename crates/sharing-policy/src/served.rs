@@ -53,7 +53,14 @@ pub(crate) fn server_pids(record: Option<&QueryRecord>, pipe_directory: &[u8]) -
     }
     match &record.outcome {
         crate::QueryOutcome::Exited { stdout, .. } => {
-            stdout.text.lines().skip(1).filter_map(parse_pid).collect()
+            // The reference's query has no liveness line before the PIDs.
+            let skipped = usize::from(!crate::reference::is_reference(record));
+            stdout
+                .text
+                .lines()
+                .skip(skipped)
+                .filter_map(parse_pid)
+                .collect()
         }
         _ => Vec::new(),
     }

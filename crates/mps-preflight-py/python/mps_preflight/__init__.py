@@ -23,11 +23,16 @@ if TYPE_CHECKING:
 
     StrPath = Union[str, "os.PathLike[str]"]
 
+    from mps_preflight._types import Attestation, MergeReport, Snapshot
+
 __all__ = [
+    "Attestation",
     "Evidence",
     "Finding",
     "ManifestError",
+    "MergeReport",
     "Rejected",
+    "Snapshot",
     "SnapshotError",
     "attest",
     "canonicalize_gpu_uuid",
@@ -102,33 +107,71 @@ class Evidence:
     them in that order, ready for a run manifest."""
 
     __slots__ = ("_fields",)
-
-    # The keys of this version; whatever keys the Rust evidence has are attributes.
-    configured: str | None
-    effective: str | None
-    validated: bool
-    rank: int
-    world_size: int
-    learner_device: str | None
-    collector_device: str | None
-    learner_gpu_uuid: str | None
-    collector_gpu_uuid: str | None
-    pipe_directory_env: str | None
-    pipe_directory: str | None
-    control_pipe: str | None
-    control_pipe_kind: str | None
-    server_pid: int | None
-    ambient_server: bool
-    daemon_pid: int | None
+    _fields: dict[str, Any]
 
     def __init__(self, fields: Mapping[str, Any]) -> None:
         object.__setattr__(self, "_fields", dict(fields))
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._fields[name]
-        except KeyError:
-            raise AttributeError(f"Evidence has no key {name!r}") from None
+    if TYPE_CHECKING:
+        # Every key of this version, read-only for a type checker: a typo (`ev.sever_pid`)
+        # or an assignment (`ev.validated = False`) is an error under `mypy --strict`.
+        @property
+        def configured(self) -> str | None: ...
+        @property
+        def effective(self) -> str | None: ...
+        @property
+        def validated(self) -> bool: ...
+        @property
+        def rank(self) -> int: ...
+        @property
+        def world_size(self) -> int: ...
+        @property
+        def learner_device(self) -> str | None: ...
+        @property
+        def collector_device(self) -> str | None: ...
+        @property
+        def learner_gpu_uuid(self) -> str | None: ...
+        @property
+        def collector_gpu_uuid(self) -> str | None: ...
+        @property
+        def pipe_directory_env(self) -> str | None: ...
+        @property
+        def pipe_directory(self) -> str | None: ...
+        @property
+        def control_pipe(self) -> str | None: ...
+        @property
+        def control_pipe_kind(self) -> str | None: ...
+        @property
+        def server_pid(self) -> int | None: ...
+        @property
+        def ambient_server(self) -> bool: ...
+        @property
+        def daemon_pid(self) -> int | None: ...
+        @property
+        def caller_uid(self) -> int | None: ...
+        @property
+        def server_uids(self) -> list[int]: ...
+        @property
+        def daemon_visible_devices(self) -> str | None: ...
+        @property
+        def daemon_multiuser(self) -> bool | None: ...
+        @property
+        def compute_mode(self) -> str | None: ...
+        @property
+        def driver_version(self) -> str | None: ...
+        @property
+        def unverified(self) -> list[str]: ...
+        @property
+        def host_name(self) -> str | None: ...
+
+    else:
+        # At runtime every key of the Rust evidence is an attribute, a key a later version
+        # adds included (the stub above lists this version's).
+        def __getattr__(self, name: str) -> Any:
+            try:
+                return self._fields[name]
+            except KeyError:
+                raise AttributeError(f"Evidence has no key {name!r}") from None
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Evidence is frozen; cannot set {name!r}")
@@ -227,6 +270,7 @@ def _spec(
     learner_uuid: str | None,
     timeout: float,
     *,
+    require_verified: bool = False,
     compat: bool = False,
 ) -> dict[str, Any]:
     if learner_device is None:
@@ -243,8 +287,16 @@ def _spec(
         "supported_backends": list(supported_backends),
         "learner_uuid": learner_uuid,
         "timeout": float(timeout),
+        "require_verified": _flag(require_verified, "require_verified"),
         "compat": compat,
     }
+
+
+def _flag(value: object, name: str) -> bool:
+    """A ``bool``, strictly: a truthy string or number is a mistake, not a yes."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return value
 
 
 def _snapshot_source(snapshot: Mapping[str, Any] | StrPath) -> dict[str, str]:
@@ -274,19 +326,22 @@ def probe(
     supported_backends: Sequence[str] = ("mjwarp",),
     learner_uuid: str | None = None,
     timeout: float = 5.0,
+    require_verified: bool = False,
 ) -> Evidence:
     """Observe this host and validate the request, as ``mps-preflight probe``.
 
     ``request`` is ``None`` (or ``"null"``) for no sharing, or ``"mps"``; ``learner_device`` is
     required. ``learner_uuid`` is the learner's GPU UUID as its own CUDA runtime reports it.
     ``timeout`` is each host query's deadline in seconds. The GIL is released meanwhile.
+    ``require_verified``: what could not be verified (the evidence's ``unverified`` codes) is a
+    rejection, as ``--require-verified``.
 
     Raises:
         Rejected: the first unmet prerequisite of an explicit request (never for a null one).
     """
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
-        supported_backends, learner_uuid, timeout,
+        supported_backends, learner_uuid, timeout, require_verified=require_verified,
     )
     return Evidence(_unwrap(_native.probe(spec)))
 
@@ -302,11 +357,13 @@ def check(
     world_size: int = 1,
     supported_backends: Sequence[str] = ("mjwarp",),
     learner_uuid: str | None = None,
+    require_verified: bool = False,
 ) -> Evidence:
     """Validate the request against a snapshot alone, as ``mps-preflight check``.
 
     ``snapshot`` is a ``dict`` (as :func:`capture` returns), a path, or a ``str`` of JSON (one
     that starts with ``{``). A ``learner_uuid`` replaces the recorded one.
+    ``require_verified`` as for :func:`probe`.
 
     Raises:
         Rejected: the first unmet prerequisite of an explicit request.
@@ -314,7 +371,7 @@ def check(
     """
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
-        supported_backends, learner_uuid, 5.0,
+        supported_backends, learner_uuid, 5.0, require_verified=require_verified,
     )
     return Evidence(_unwrap(_native.check(spec, **_snapshot_source(snapshot))))
 
@@ -348,11 +405,34 @@ def doctor(
     return [Finding(**finding) for finding in answer[1]]
 
 
-def capture(*, learner_uuid: str | None = None, timeout: float = 5.0) -> dict[str, Any]:
-    """This host's raw facts, as ``mps-preflight capture`` prints them (a ``dict``): for
-    :func:`check` and :func:`doctor` here or on another machine."""
-    result: dict[str, Any] = _native.capture(learner_uuid, float(timeout))
+def capture(*, learner_uuid: str | None = None, timeout: float = 5.0) -> Snapshot:
+    """This host's raw facts, as ``mps-preflight capture`` prints them (a ``dict``, typed as
+    :class:`Snapshot`): for :func:`check` and :func:`doctor` here or on another machine."""
+    result: Snapshot = _native.capture(learner_uuid, float(timeout))
     return result
+
+
+def _python_words(message: str) -> str:
+    """A command-line message in this API's words: each flag of the command line that
+    :func:`visibility` and :func:`attest` run becomes the keyword a Python caller passes
+    (``--wait-ms 30000`` is ``wait=30``, ``--devices '0'`` is ``mask='0'``)."""
+    import re
+
+    def seconds(match: re.Match[str]) -> str:
+        return f"{match.group(1)}={int(match.group(2)) / 1000:g}"
+
+    message = re.sub(r"--(wait|timeout)-ms (\d+)", seconds, message)
+    message = re.sub(r"--devices (\"(?:[^\"\\]|\\.)*\") \(the value for CUDA_VISIBLE_DEVICES\)",
+                     lambda match: f"mask={match.group(1)}", message)
+    for flag, keyword in (
+        ("--wait-ms", "wait="),
+        ("--timeout-ms", "timeout="),
+        ("--learner-pid", "learner_pid="),
+        ("--collector-pid", "collector_pid="),
+        ("--devices", "mask="),
+    ):
+        message = message.replace(flag, keyword)
+    return message
 
 
 def visibility(mask: str | None = None, *, timeout: float = 5.0) -> str:
@@ -370,21 +450,28 @@ def visibility(mask: str | None = None, *, timeout: float = 5.0) -> str:
     status, stdout, errors = _native.run_captured(argv)
     if status == 0:
         return str(stdout).rstrip("\n")
-    message = "; ".join(errors)
+    message = _python_words("; ".join(errors))
     if status == 1:
         raise Rejected(message, "visibility-unresolved")
     raise ValueError(message)
 
 
 def attest(
-    learner_pid: int, collector_pid: int, *, wait: float = 0.0, timeout: float = 5.0
-) -> dict[str, Any]:
+    learner_pid: int,
+    collector_pid: int,
+    *,
+    wait: float = 0.0,
+    timeout: float = 5.0,
+    manifest: StrPath | None = None,
+) -> Attestation:
     """After both processes started: prove that they are clients of one MPS server of their
     user, on this environment's pipe directory, as ``mps-preflight attest`` does (read-only
     ``get_server_list`` and ``get_client_list <pid>``, and their ``/proc`` entries). Returns the
     attestation (a ``dict``, the CLI's JSON). ``wait`` seconds: keep asking with a bounded
     backoff until both are attached (clients attach at CUDA init); ``timeout``: each query's
-    deadline.
+    deadline. ``manifest``: as ``attest --manifest``, the pipe directory asked is the one the
+    manifest's evidence validated, and the attestation is recorded in it under
+    ``cuda_process_sharing.attestation`` (the same locked, atomic write as the CLI's).
 
     Raises:
         Rejected: not attested; ``code`` is the first unattached process's code
@@ -404,11 +491,13 @@ def attest(
         "--wait-ms", str(round(float(wait) * 1000)),
         "--timeout-ms", str(max(1, round(float(timeout) * 1000))),
     ]
+    if manifest is not None:
+        argv += ["--manifest", os.fspath(manifest)]
     status, stdout, errors = _native.run_captured(argv)
     if status == 0:
-        result: dict[str, Any] = json.loads(stdout)
+        result: Attestation = json.loads(stdout)
         return result
-    message = "; ".join(errors)
+    message = _python_words("; ".join(errors))
     if status == 1:
         code = errors[0].split(":", 1)[0] if errors else ""
         raise Rejected(message, code)
@@ -441,7 +530,7 @@ def write_manifest(path: StrPath, evidence: Evidence) -> None:
     _unwrap(_native.write_manifest(os.fspath(path), json.dumps(evidence.to_dict())))
 
 
-def merge(paths: Iterable[StrPath]) -> dict[str, Any]:
+def merge(paths: Iterable[StrPath]) -> MergeReport:
     """Check the per-rank evidence of one run, as ``mps-preflight merge``: the merged run, with
     ``consistent`` false and ``findings`` (``code``, ``message``, ``sources``) when the ranks
     disagree.
@@ -449,7 +538,7 @@ def merge(paths: Iterable[StrPath]) -> dict[str, Any]:
     Raises:
         ManifestError: a file cannot be read.
     """
-    report: dict[str, Any] = _unwrap(_native.merge([os.fspath(path) for path in paths]))
+    report: MergeReport = _unwrap(_native.merge([os.fspath(path) for path in paths]))
     return report
 
 
@@ -464,15 +553,23 @@ _COMPAT = frozenset(
 )
 
 
+_TYPES = frozenset({"Attestation", "MergeReport", "Snapshot"})
+
+
 def __getattr__(name: str) -> Any:
     # The reference module's names load mps_preflight.compat (and subprocess, dataclasses)
-    # on first use only, so that `import mps_preflight` stays cheap.
+    # on first use only, so that `import mps_preflight` stays cheap; the TypedDicts likewise
+    # (typing).
     if name in _COMPAT:
         from mps_preflight import compat
 
         return getattr(compat, name)
+    if name in _TYPES:
+        from mps_preflight import _types
+
+        return getattr(_types, name)
     raise AttributeError(f"module 'mps_preflight' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_COMPAT})
+    return sorted({*globals(), *_COMPAT, *_TYPES})

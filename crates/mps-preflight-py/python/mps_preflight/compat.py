@@ -9,12 +9,21 @@ Behaviour follows this project (its deliberate fixes and key phrases); a rejecti
   ``--learner-uuid`` does on the command line. Without one, the learner is resolved from
   ``CUDA_VISIBLE_DEVICES`` and ``nvidia-smi`` as the command line does.
 - ``run_command``: the reference's test seam. Left at ``subprocess.run``, the host queries run
-  in Rust (bounded, own process group). Any other callable receives the two host queries with
-  ``subprocess.run``'s keyword arguments (``input``, ``text``, ``capture_output``, ``timeout``,
-  ``check``, ``env``); only read-only commands are ever sent through it: the ``nvidia-smi``
-  table query and ``nvidia-cuda-mps-control`` with read-only commands on standard input. What
-  it returns is capped as a real process's output; a call still running half a second past
-  its deadline is recorded as timed out.
+  in Rust (bounded, own process group) as :func:`mps_preflight.probe` runs them. Any other
+  callable receives exactly the reference's commands, with its keyword arguments: ``nvidia-smi
+  --query-gpu=index,uuid --format=csv,noheader`` (``text``, ``capture_output``, ``timeout``,
+  ``check``), and ``nvidia-cuda-mps-control`` with ``get_server_list\n`` as ``input`` and
+  ``env`` (this environment with ``CUDA_MPS_PIPE_DIRECTORY`` set), the latter only when a socket
+  or FIFO is at the control path. So the reference's own test doubles keep working. What those
+  two commands cannot tell (compute mode, driver version, the caller's and the servers' users,
+  the daemon's scope) is unverified, as for a v1 snapshot; an empty server list proves a live
+  daemon only with a live daemon pid file. What ``run_command`` returns is capped as a real
+  process's output; a call still running half a second past its deadline is recorded as timed
+  out.
+
+The evidence (:class:`CudaProcessSharingEvidence`, its ``to_dict()``, ``dataclasses.asdict``
+and :func:`apply_cuda_process_sharing_manifest`) has exactly the reference's 15 keys, in its
+order; the full record is :meth:`mps_preflight.Evidence.to_dict` of the native API.
 """
 
 from __future__ import annotations
@@ -49,8 +58,8 @@ _QUERY_TIMEOUT_SEC = 5.0
 
 @dataclass(frozen=True)
 class CudaProcessSharingEvidence:
-    """Structured per-rank evidence, with the reference's fields. Keys this project adds
-    (``daemon_pid``, …) are kept in ``extra``, in order, and :meth:`to_dict` appends them."""
+    """Structured per-rank evidence: the reference's dataclass, its 15 fields in its order.
+    The keys this project adds are in :meth:`mps_preflight.Evidence.to_dict`."""
 
     configured: str | None
     effective: str | None
@@ -67,20 +76,15 @@ class CudaProcessSharingEvidence:
     control_pipe_kind: str | None = None
     server_pid: int | None = None
     ambient_server: bool = False
-    extra: tuple[tuple[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-shaped diagnostics stored in a runtime manifest."""
-        data = {field.name: getattr(self, field.name) for field in fields(self)[:-1]}
-        data.update(self.extra)
-        return data
+        return {field.name: getattr(self, field.name) for field in fields(self)}
 
     @classmethod
     def _from_evidence(cls, evidence: mps_preflight.Evidence) -> CudaProcessSharingEvidence:
         data = evidence.to_dict()
-        names = [field.name for field in fields(cls)[:-1]]
-        known = {name: data.pop(name) for name in names if name in data}
-        return cls(**known, extra=tuple(data.items()))
+        return cls(**{field.name: data[field.name] for field in fields(cls)})
 
 
 def _query(
@@ -93,14 +97,9 @@ def _query(
 ) -> tuple[str, int, bytes, bytes, str]:
     """One host query through ``run_command``, as the Rust runner asks for it: ``(kind,
     code, stdout, stderr, error)`` with kind ``exited``, ``timed_out`` or ``failed``."""
-    kwargs: dict[str, Any] = {
-        "text": True,
-        "capture_output": True,
-        "timeout": timeout,
-        "check": True,
-    }
-    if stdin:
-        kwargs["input"] = stdin
+    # The reference's keyword arguments, in its order: `input` first, `env` last.
+    kwargs: dict[str, Any] = {"input": stdin} if stdin else {}
+    kwargs.update(text=True, capture_output=True, timeout=timeout, check=True)
     if env_set or env_removed:
         env = os.environ.copy()
         env.update({name: os.fsdecode(value) for name, value in env_set.items()})
@@ -230,8 +229,6 @@ def resolve_mps_visibility_entries(
         return tuple(entries)
     mask = ",".join(entries)
     runner = _runner(run_command)
-    if runner is None:
-        return tuple(mps_preflight.visibility(mask, timeout=_QUERY_TIMEOUT_SEC).split(","))
     resolved = mps_preflight._unwrap(_native.visibility_with(mask, runner, _QUERY_TIMEOUT_SEC))
     return tuple(resolved)
 

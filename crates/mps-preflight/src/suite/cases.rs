@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use sharing_policy::{Code, EnvFacts, HostFacts, Request};
 
-use super::request;
+use super::{Unreadable, request};
 use crate::{commands, snapshot};
 
 /// The file suffix a folder's case files carry.
@@ -43,36 +43,78 @@ pub(crate) enum Expect {
 }
 
 /// The case files named by `paths`: a file as given, a folder's `*.cases.json` files in name
-/// order (not its subfolders). A folder without any is an error: a suite that runs nothing
-/// must not pass.
-pub(crate) fn case_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// order (not its subfolders), and each folder that could not be listed or holds none (a suite
+/// that runs nothing must not pass): those are reported, and the other paths still run.
+pub(crate) fn case_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Unreadable>) {
     let mut files = Vec::new();
+    let mut unreadable = Vec::new();
     for path in paths {
         if !path.is_dir() {
             files.push(path.clone());
             continue;
         }
-        let entries = std::fs::read_dir(path)
-            .map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
-        let mut found = Vec::new();
-        for entry in entries {
-            let entry = entry
-                .map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
-            let name = entry.file_name();
-            if name.to_str().is_some_and(|name| name.ends_with(SUFFIX)) {
-                found.push(path.join(name));
-            }
+        match folder_files(path) {
+            Ok(found) => files.extend(found),
+            Err(message) => unreadable.push(Unreadable {
+                path: path.display().to_string(),
+                message,
+            }),
         }
-        if found.is_empty() {
-            return Err(format!(
-                "{}: no *{SUFFIX} file in this folder; name a case file or a folder that holds some",
-                path.display()
-            ));
-        }
-        found.sort();
-        files.extend(found);
     }
-    Ok(files)
+    (files, unreadable)
+}
+
+/// A folder's `*.cases.json` files, in name order; none is an error.
+fn folder_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(path)
+        .map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
+    let mut found = Vec::new();
+    let mut subfolders = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|err| format!("{}: cannot list the folder: {err}", path.display()))?;
+        let name = entry.file_name();
+        if name.to_str().is_some_and(|name| name.ends_with(SUFFIX)) {
+            found.push(path.join(name));
+        } else if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            subfolders.push(path.join(name));
+        }
+    }
+    if found.is_empty() {
+        // Say so when the cases are one level down: subfolders are not searched.
+        subfolders.sort();
+        let below: Vec<String> = subfolders
+            .iter()
+            .filter(|folder| folder_files_here(folder))
+            .map(|folder| folder.display().to_string())
+            .collect();
+        let hint = if below.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (subfolders are not searched; these hold some: {})",
+                below.join(", ")
+            )
+        };
+        return Err(format!(
+            "{}: no *{SUFFIX} file in this folder{hint}; name a case file or a folder that holds some",
+            path.display()
+        ));
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Whether `folder` directly holds a `*.cases.json` file (bounded: one listing, no recursion).
+fn folder_files_here(folder: &Path) -> bool {
+    std::fs::read_dir(folder).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.ends_with(SUFFIX))
+        })
+    })
 }
 
 /// Reads and checks the case file at `path` (regular files only, size-capped).
@@ -82,6 +124,16 @@ pub(crate) fn load(path: &Path) -> Result<CaseFile, String> {
     let mut top = object(value, "the case file")
         .map_err(|err| format!("{shown}: {err} (expected {{\"cases\": [...]}})"))?;
     top.remove("description");
+    // Defaults for every case's request (issue 24 part 6): a case's own keys win.
+    let defaults = match top.remove("request") {
+        None => None,
+        Some(Value::Object(defaults)) => Some(defaults),
+        Some(_) => {
+            return Err(format!(
+                "{shown}: the top-level \"request\" (defaults for every case's request) must be an object"
+            ));
+        }
+    };
     let cases = match top.remove("cases") {
         Some(Value::Array(cases)) if !cases.is_empty() => cases,
         Some(Value::Array(_)) => return Err(format!("{shown}: \"cases\" is empty")),
@@ -97,11 +149,13 @@ pub(crate) fn load(path: &Path) -> Result<CaseFile, String> {
     let mut names = BTreeSet::new();
     let mut loaded = Vec::with_capacity(cases.len());
     for (number, case) in cases.into_iter().enumerate() {
-        let case = read_case(case, directory, &evidence_keys).map_err(|(name, err)| {
-            let name =
-                name.map_or_else(|| format!("case {}", number + 1), |n| format!("case {n:?}"));
-            format!("{shown}: {name}: {err}")
-        })?;
+        let case = read_case(case, directory, &evidence_keys, defaults.as_ref()).map_err(
+            |(name, err)| {
+                let name =
+                    name.map_or_else(|| format!("case {}", number + 1), |n| format!("case {n:?}"));
+                format!("{shown}: {name}: {err}")
+            },
+        )?;
         if !names.insert(case.name.clone()) {
             return Err(format!(
                 "{shown}: case {:?} appears twice; names must be unique",
@@ -121,6 +175,7 @@ fn read_case(
     value: Value,
     directory: &Path,
     evidence_keys: &[String],
+    defaults: Option<&Map<String, Value>>,
 ) -> Result<Case, (Option<String>, String)> {
     let mut case = object(value, "a case").map_err(|err| (None, err))?;
     let name = match case.remove("name") {
@@ -129,7 +184,7 @@ fn read_case(
     };
     let fail = |err: String| (Some(name.clone()), err);
     case.remove("description");
-    let args = request::from_json(case.remove("request")).map_err(fail)?;
+    let args = request::from_json(with_defaults(case.remove("request"), defaults)).map_err(fail)?;
     let facts = match case.remove("snapshot") {
         Some(Value::String(file)) => snapshot::load(&directory.join(file)),
         Some(inline @ Value::Object(_)) => snapshot::from_value(inline, &"its inline snapshot"),
@@ -147,6 +202,23 @@ fn read_case(
         expect,
         name,
     })
+}
+
+/// A case's request over the file's defaults: each key the case sets replaces the default's.
+/// A request that is not an object is left for [`request::from_json`] to refuse.
+fn with_defaults(request: Option<Value>, defaults: Option<&Map<String, Value>>) -> Option<Value> {
+    let Some(defaults) = defaults else {
+        return request;
+    };
+    match request {
+        None => Some(Value::Object(defaults.clone())),
+        Some(Value::Object(own)) => {
+            let mut merged = defaults.clone();
+            merged.extend(own);
+            Some(Value::Object(merged))
+        }
+        other => other,
+    }
 }
 
 /// `{"validated": bool, "evidence": {...}?}` or `{"rejected": "<code>"}`.
@@ -201,7 +273,7 @@ fn parse_code(code: &str) -> Result<Code, String> {
 
 /// The evidence keys, in order, as `sharing_manifest` writes them: taken from real evidence,
 /// so a key added to the evidence is known here without a change.
-fn evidence_keys() -> Vec<String> {
+pub(super) fn evidence_keys() -> Vec<String> {
     let facts = HostFacts::unobserved("linux", EnvFacts::default());
     let request = Request::new(None, "cpu", None, sharing_policy::DEFAULT_SUPPORTED_BACKEND);
     sharing_policy::validate(&request, &facts)

@@ -13,7 +13,7 @@ use crate::cli::RequestArgs;
 /// The request flags alone, parsed from words built out of the JSON object.
 #[derive(Debug, Parser)]
 #[command(name = "request", no_binary_name = true, disable_help_flag = true)]
-struct CaseRequest {
+pub(super) struct CaseRequest {
     #[command(flatten)]
     request: RequestArgs,
 }

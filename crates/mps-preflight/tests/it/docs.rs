@@ -66,3 +66,78 @@ fn console_examples_are_current() {
         );
     }
 }
+
+/// Issue 24 part 7: a paragraph of the docs that names a snapshot schema version (1 or later)
+/// also names the one `capture` writes: "snapshots are v1" after `capture` moved to v2 is the
+/// drift this catches. (`v0` is the fixture of an unsupported version.)
+#[test]
+fn documented_snapshot_versions_name_what_capture_writes() {
+    let host = FakeHost::new();
+    let run = host.run(&["capture"]);
+    assert_eq!(run.code, 0, "{}", run.render());
+    let written: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let schema = written["schema"].as_str().unwrap().to_owned();
+    let current = schema.rsplit('/').next().unwrap().to_owned(); // "v2"
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pages = vec![root.join("README.md"), root.join("fixtures/README.md")];
+    for folder in [
+        "docs",
+        "crates/sharing-policy",
+        "crates/mps-preflight",
+        "crates/mps-preflight-py",
+    ] {
+        for entry in std::fs::read_dir(root.join(folder)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|ext| ext == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    let named = |paragraph: &str| -> bool {
+        paragraph
+            .match_indices("host-facts/v")
+            .filter_map(|(at, prefix)| paragraph.get(at + prefix.len()..))
+            .any(|rest| !rest.starts_with('0'))
+    };
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for paragraph in text.split("\n\n").filter(|paragraph| named(paragraph)) {
+            assert!(
+                paragraph.contains(&format!("host-facts/{current}"))
+                    || paragraph.contains(&format!("`{current}`")),
+                "{}: names a snapshot schema but not {schema}, which capture writes:\n{paragraph}",
+                page.display()
+            );
+        }
+    }
+}
+
+/// Issue 24 part 7: the README's quick start shows a clean validation, nothing unverified.
+#[test]
+fn the_readme_quick_start_validates_with_nothing_unverified() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let first = readme
+        .lines()
+        .find(|line| line.starts_with("cargo run -q -p mps-preflight -- check "))
+        .expect("the quick start's first command");
+    let args: Vec<&str> = first
+        .trim_start_matches("cargo run -q -p mps-preflight -- ")
+        .split_whitespace()
+        .collect();
+    let host = FakeHost::new();
+    let args: Vec<String> = args
+        .iter()
+        .map(|arg| {
+            if arg.starts_with("fixtures/") {
+                root.join(arg).display().to_string()
+            } else {
+                (*arg).to_owned()
+            }
+        })
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let evidence = host.run(&args).json("the README's quick start");
+    assert_eq!(evidence["validated"], true);
+    assert_eq!(evidence["unverified"], serde_json::json!([]));
+}

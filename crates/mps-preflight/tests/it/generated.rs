@@ -93,6 +93,20 @@ fn the_man_page_has_every_command_and_groff_reads_it_cleanly() {
         run.stdout.contains("require\\-verified"),
         "the flags are in it"
     );
+    // Issue 24 part 5: no reference to a page that does not exist (every command is a
+    // section of this one), and the examples are under EXAMPLES.
+    for line in run.stdout.lines() {
+        assert!(
+            !line.contains("mps\\-preflight\\-") || !line.contains("(1)"),
+            "a reference to a page that does not exist: {line}"
+        );
+    }
+    assert!(!run.stdout.contains(".SH EXTRA"));
+    assert!(run.stdout.contains(".SH EXAMPLES\nExamples:"));
+    assert!(
+        run.stdout
+            .contains("\\fBmps\\-preflight probe\\fR (section MPS\\-PREFLIGHT PROBE below)")
+    );
     let ci = std::env::var_os("CI").is_some();
     if installed("groff") {
         // -k: preconv reads the UTF-8 (…, ≥); -ww: every warning; -z: no output.
@@ -102,5 +116,85 @@ fn the_man_page_has_every_command_and_groff_reads_it_cleanly() {
     } else {
         assert!(!ci, "groff is not installed; .ci/run installs groff-base");
         let _ = writeln!(std::io::stderr(), "SKIPPED groff: install groff-base");
+    }
+}
+
+/// What bash completes for `words` (the cursor on the last word), with the generated script
+/// sourced: `COMPREPLY`, one word per line.
+fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|word| format!("'{word}'")).collect();
+    let current = words.last().copied().unwrap_or_default();
+    let previous = words
+        .get(words.len().saturating_sub(2))
+        .copied()
+        .unwrap_or_default();
+    let program = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _mps__preflight mps-preflight '{current}' '{previous}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        words.len() - 1
+    );
+    let output = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &program])
+        .output()
+        .expect("bash runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Issue 24 part 5: `clap_complete`'s bash script with a hyphenated binary name stopped at the
+/// subcommand (its `case` arms were named `mps__subcmd__preflight__…`); flags and values
+/// complete after the workaround.
+#[test]
+fn bash_completes_flags_and_values_after_the_subcommand() {
+    let host = FakeHost::new();
+    let run = host.run(&["completions", "bash"]);
+    assert_eq!(run.code, 0, "{}", run.render());
+    assert!(
+        !run.stdout.contains("mps__subcmd__preflight"),
+        "the broken state names are gone"
+    );
+    let script = host.root().join("mps-preflight.bash");
+    std::fs::write(&script, &run.stdout).unwrap();
+    assert_eq!(
+        bash_completes(&script, &["mps-preflight", "check", "--sn"]),
+        ["--snapshot"]
+    );
+    let kinds = bash_completes(&script, &["mps-preflight", "schema", ""]);
+    for kind in ["snapshot", "evidence", "doctor", "merge", "attestation"] {
+        assert!(
+            kinds.iter().any(|word| word == kind),
+            "schema <TAB>: {kinds:?}"
+        );
+    }
+    let shells = bash_completes(&script, &["mps-preflight", "completions", "f"]);
+    assert_eq!(shells, ["fish"]);
+    let subcommands = bash_completes(&script, &["mps-preflight", "ch"]);
+    assert_eq!(subcommands, ["check"]);
+}
+
+/// `clap_complete`'s fish script completes no positional value; the added lines do.
+#[test]
+fn fish_completes_positional_values() {
+    let host = FakeHost::new();
+    let run = host.run(&["completions", "fish"]);
+    assert_eq!(run.code, 0, "{}", run.render());
+    for (sub, value) in [
+        ("schema", "snapshot"),
+        ("schema", "attestation"),
+        ("completions", "bash"),
+        ("completions", "fish"),
+    ] {
+        let line = format!(
+            "complete -c mps-preflight -n \"__fish_mps_preflight_using_subcommand {sub}\" -f -a \"{value}\""
+        );
+        assert!(run.stdout.contains(&line), "no {line}");
     }
 }

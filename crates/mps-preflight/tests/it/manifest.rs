@@ -185,3 +185,15 @@ fn a_failed_write_says_what_was_asked_and_the_files_state() {
     assert!(!run.stderr.contains(".tmp"), "{}", run.stderr);
     insta::assert_snapshot!(run.stderr.lines().last().unwrap(), @"error: cannot write the snapshot to --output: 'plain': cannot create the directory: File exists (os error 17); no file was created");
 }
+
+/// Issue 24 part 6: `capture --output` creates missing parent folders, as `test --junit` does.
+#[test]
+fn capture_output_creates_missing_parent_folders() {
+    let host = crate::support::FakeHost::new();
+    let output = host.root().join("hosts/rack-7/node-1.json");
+    let run = host.run(&["capture", "--output", output.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.render());
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&output).unwrap()).unwrap();
+    assert_eq!(written["schema"], sharing_policy::SCHEMA);
+}

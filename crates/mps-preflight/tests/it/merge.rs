@@ -98,3 +98,20 @@ fn every_unreadable_input_is_reported_with_its_name_escaped() {
     error: 'gone\xff.json': cannot read: No such file or directory (os error 2)
     ");
 }
+
+/// Issue 24 part 6: a shell pattern that matched nothing is named as such, not as a file that
+/// cannot be read.
+#[test]
+fn a_pattern_that_matched_nothing_says_so() {
+    let host = crate::support::FakeHost::new();
+    let pattern = host.root().join("ranks/*/manifest.json");
+    let run = host.run(&["merge", pattern.to_str().unwrap()]);
+    run.assert_discipline("unmatched glob");
+    assert_eq!(run.code, 2, "{}", run.render());
+    assert!(
+        run.stderr.starts_with("error: no rank file matched '")
+            && !run.stderr.contains("cannot read"),
+        "{}",
+        run.render()
+    );
+}

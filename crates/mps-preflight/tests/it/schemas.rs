@@ -10,7 +10,15 @@ use sharing_manifest::EVIDENCE_KEYS;
 
 use crate::support::{FakeHost, MPS_REQUEST, args, fixtures_dir};
 
-const KINDS: [&str; 5] = ["snapshot", "evidence", "doctor", "merge", "attestation"];
+const KINDS: [&str; 7] = [
+    "snapshot",
+    "evidence",
+    "doctor",
+    "merge",
+    "attestation",
+    "cases",
+    "attest-snapshot",
+];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -456,4 +464,54 @@ fn hand_broken_documents_are_rejected() {
     ] {
         assert_invalid(&merge, &broken(&good, pointer, value), pointer);
     }
+}
+
+/// Issue 24 part 6: the project's own suites are valid case files, and the attest snapshot
+/// that `attest --save-snapshot` writes is a valid attest snapshot; broken ones are not.
+#[test]
+fn the_suites_and_an_attest_snapshot_are_valid() {
+    let cases = validator("cases");
+    for folder in ["fixtures/cases", "fixtures/failing-cases"] {
+        for entry in fs::read_dir(root().join(folder)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.to_string_lossy().ends_with(".cases.json") {
+                assert_valid(&cases, &read_json(&path), &path.display().to_string());
+            }
+        }
+    }
+    let good = json!({
+        "request": {"request": "mps", "learner_device": "cuda:0", "collector_device": "cuda:0", "backend": "mjwarp", "require_verified": true},
+        "cases": [{"name": "a", "snapshot": "h.json", "expect": {"rejected": "daemon-unreachable"}}]
+    });
+    assert_valid(&cases, &good, "defaults");
+    for (pointer, value) in [
+        ("/cases/0/expect/rejected", json!("daemon-gone")),
+        ("/request/learner-device", json!("cuda:0")),
+        ("/cases/0/severity", json!("high")),
+    ] {
+        assert_invalid(&cases, &broken(&good, pointer, Some(value)), pointer);
+    }
+
+    let host = FakeHost::new();
+    let saved = host.root().join("attest.json");
+    let collector = std::process::id().to_string();
+    let run = host.run(&[
+        "attest",
+        "--learner-pid",
+        "1",
+        "--collector-pid",
+        &collector,
+        "--save-snapshot",
+        saved.to_str().unwrap(),
+    ]);
+    run.assert_discipline("attest --save-snapshot");
+    let snapshot = read_json(&saved);
+    let attest = validator("attest-snapshot");
+    assert_valid(&attest, &snapshot, "attest --save-snapshot");
+    let other = broken(
+        &snapshot,
+        "/schema",
+        Some(json!("mps-preflight/attest-facts/v0")),
+    );
+    assert_invalid(&attest, &other, "/schema");
 }

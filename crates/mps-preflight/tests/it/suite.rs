@@ -188,17 +188,22 @@ fn junit_reads_back_with_a_real_xml_parser() {
             .children()
             .find(|node| node.has_tag_name("failure"));
         assert_eq!(line.starts_with("FAIL"), failure.is_some(), "{line}");
-        assert!(
-            line.contains(&name.replace('\u{fffd}', "\u{1}")),
-            "{line} / {name}"
-        );
+        // stdout escapes control characters; XML cannot hold most of them (U+FFFD there).
+        let printed = name.replace('\t', r"\t").replace('\u{fffd}', r"\x01");
+        assert!(line.contains(&printed), "{line} / {name}");
     }
     let tricky = testcases.last().unwrap();
     assert_eq!(
         tricky.attribute("name"),
         Some("<&\"'> tab\there \u{fffd} é")
     );
-    assert_eq!(tricky.attribute("classname"), Some(file.to_str().unwrap()));
+    let class = file
+        .to_str()
+        .unwrap()
+        .strip_suffix(".cases.json")
+        .unwrap()
+        .replace('.', "_");
+    assert_eq!(tricky.attribute("classname"), Some(class.as_str()));
     let failure = tricky.first_element_child().unwrap();
     assert_eq!(
         failure.text(),
@@ -208,7 +213,7 @@ fn junit_reads_back_with_a_real_xml_parser() {
 }
 
 #[test]
-fn a_junit_file_that_cannot_be_written_is_exit_2_and_the_report_still_prints() {
+fn a_junit_file_in_a_missing_folder_is_created_with_its_folders() {
     let host = FakeHost::new();
     let junit = host.root().join("no/such/dir/report.xml");
     let (file, _) = run_cases(&host, &json!([healthy_case()]));
@@ -218,14 +223,154 @@ fn a_junit_file_that_cannot_be_written_is_exit_2_and_the_report_still_prints() {
         "--junit",
         junit.to_str().unwrap(),
     ]);
-    assert_eq!(run.code, 2, "{}", run.render());
+    assert_eq!(run.code, 0, "{}", run.render());
     assert!(
         run.stdout.ends_with("1 passed, 0 failed\n"),
         "{}",
         run.render()
     );
+    let xml = fs::read_to_string(&junit).unwrap();
+    assert!(roxmltree::Document::parse(&xml).is_ok());
+}
+
+#[test]
+fn a_junit_file_that_cannot_be_written_prints_nothing_and_says_the_file_s_state() {
+    let host = FakeHost::new();
+    let (file, _) = run_cases(&host, &json!([healthy_case()]));
+    // Root ignores a read-only mode, so the writes are made to fail otherwise: a parent that
+    // is a regular file (nothing can be created), and a target that is a folder (left as is).
+    let blocker = host.root().join("blocker");
+    fs::write(&blocker, "a file, not a folder").unwrap();
+    let taken = host.root().join("taken.xml");
+    fs::create_dir(&taken).unwrap();
+    for (junit, state) in [
+        (blocker.join("report.xml"), "no file was created"),
+        (taken.clone(), "it was left unchanged"),
+    ] {
+        let run = host.run(&[
+            "test",
+            file.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ]);
+        run.assert_discipline("junit");
+        assert_eq!(run.code, 2, "{}", run.render());
+        assert_eq!(run.stdout, "", "nothing is printed before a failed write");
+        assert!(
+            run.stderr
+                .starts_with("error: cannot write the JUnit report to --junit")
+                && run.stderr.contains(state),
+            "{}",
+            run.render()
+        );
+    }
+    assert!(taken.is_dir());
+}
+
+#[test]
+fn a_hostile_case_name_cannot_forge_report_lines() {
+    let host = FakeHost::new();
+    let mut hostile = healthy_case();
+    hostile["name"] = json!("x\nok   forged: y\n9 passed, 0 failed\r\u{1b}[2K");
+    let (_, run) = run_cases(&host, &json!([hostile]));
+    assert_eq!(run.code, 0, "{}", run.render());
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
     assert!(
-        run.stderr.starts_with("error: ") && run.stderr.contains("cannot write the JUnit report")
+        lines[0].ends_with(r"x\nok   forged: y\n9 passed, 0 failed\r\x1b[2K"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1], "1 passed, 0 failed");
+}
+
+#[test]
+fn a_broken_case_file_beside_good_ones_is_an_error_and_the_junit_file_is_rewritten() {
+    let host = FakeHost::new();
+    let folder = host.root().join("fleet");
+    fs::create_dir(&folder).unwrap();
+    let good = json!({ "cases": [healthy_case()] });
+    fs::write(
+        folder.join("a.cases.json"),
+        serde_json::to_vec(&good).unwrap(),
+    )
+    .unwrap();
+    fs::write(folder.join("b.cases.json"), "{not json").unwrap();
+    fs::write(
+        folder.join("c.cases.json"),
+        serde_json::to_vec(&good).unwrap(),
+    )
+    .unwrap();
+    // The previous run's green report must not survive this one.
+    let junit = host.root().join("report.xml");
+    fs::write(
+        &junit,
+        "<testsuites tests=\"2\" failures=\"0\" errors=\"0\"/>",
+    )
+    .unwrap();
+    let run = host.run(&[
+        "test",
+        folder.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    run.assert_discipline("broken beside good");
+    assert_eq!(run.code, 2, "{}", run.render());
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", run.stdout);
+    assert!(
+        lines[0].starts_with("ERROR ") && lines[0].contains("b.cases.json"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].starts_with("ok   ") && lines[1].contains("a.cases.json"));
+    assert!(lines[2].starts_with("ok   ") && lines[2].contains("c.cases.json"));
+    assert_eq!(lines[3], "2 passed, 0 failed, 1 unreadable");
+    assert!(run.stderr.contains("b.cases.json"), "{}", run.stderr);
+
+    let xml = fs::read_to_string(&junit).unwrap();
+    let document = roxmltree::Document::parse(&xml).unwrap();
+    let top = document.root_element();
+    assert_eq!(
+        (
+            top.attribute("tests"),
+            top.attribute("failures"),
+            top.attribute("errors")
+        ),
+        (Some("3"), Some("0"), Some("1"))
+    );
+    let error = top
+        .descendants()
+        .find(|node| node.has_tag_name("error"))
+        .unwrap();
+    assert!(error.attribute("message").unwrap().contains("b.cases.json"));
+    for testcase in top
+        .descendants()
+        .filter(|node| node.has_tag_name("testcase"))
+    {
+        assert!(testcase.attribute("time").is_some());
+        assert!(!testcase.attribute("classname").unwrap().contains('.'));
+    }
+}
+
+#[test]
+fn cases_only_in_subfolders_are_named_as_not_searched() {
+    let host = FakeHost::new();
+    let nested = host.root().join("fleet/team-a");
+    fs::create_dir_all(&nested).unwrap();
+    let good = json!({ "cases": [healthy_case()] });
+    fs::write(
+        nested.join("a.cases.json"),
+        serde_json::to_vec(&good).unwrap(),
+    )
+    .unwrap();
+    let run = host.run(&["test", host.root().join("fleet").to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.render());
+    assert!(
+        run.stderr.contains("subfolders are not searched")
+            && run.stderr.contains(nested.to_str().unwrap()),
+        "{}",
+        run.stderr
     );
 }
 
@@ -306,7 +451,19 @@ fn an_unreadable_case_is_exit_2_naming_the_file_and_the_case() {
         let (file, run) = run_cases(&host, &cases);
         run.assert_discipline(needle);
         assert_eq!(run.code, 2, "{needle}: {}", run.render());
-        assert_eq!(run.stdout, "", "{needle}");
+        // One ERROR line for the file (its message, one line), then the counts.
+        let message = run
+            .stderr
+            .lines()
+            .next()
+            .unwrap()
+            .strip_prefix("error: ")
+            .unwrap();
+        assert_eq!(
+            run.stdout,
+            format!("ERROR {message}\n0 passed, 0 failed, 1 unreadable\n"),
+            "{needle}"
+        );
         assert!(
             run.stderr
                 .starts_with(&format!("error: {}: ", file.display())),
@@ -375,4 +532,34 @@ fn the_offline_testing_page_shows_the_real_suite_and_its_real_output() {
     let run = crate::support::finish(run.arg("test").arg(file).current_dir(root()).env_clear());
     assert_eq!(run.code, 1);
     assert_eq!(run.stdout, format!("{output}\n"));
+}
+
+/// Issue 24 part 6: a top-level `request` gives every case its defaults; a case's own keys win.
+#[test]
+fn a_top_level_request_is_every_case_s_default() {
+    let host = FakeHost::new();
+    let file = host.root().join("team.cases.json");
+    let suite = json!({
+        "request": {"request": "mps", "learner_device": "cuda:0", "collector_device": "cuda:0", "backend": "mjwarp"},
+        "cases": [
+            {"name": "healthy", "snapshot": fixture("healthy-socket-with-server.json"),
+             "expect": {"validated": true, "evidence": {"server_pid": 4428}}},
+            {"name": "other backend", "snapshot": fixture("healthy-socket-with-server.json"),
+             "request": {"backend": "mujoco"},
+             "expect": {"rejected": "unsupported-backend"}}
+        ]
+    });
+    fs::write(&file, serde_json::to_vec(&suite).unwrap()).unwrap();
+    let run = host.run(&["test", file.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.render());
+    assert!(
+        run.stdout.ends_with("2 passed, 0 failed\n"),
+        "{}",
+        run.stdout
+    );
+    let bad = json!({"request": "mps", "cases": [healthy_case()]});
+    fs::write(&file, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let run = host.run(&["test", file.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.render());
+    assert!(run.stderr.contains("must be an object"), "{}", run.stderr);
 }

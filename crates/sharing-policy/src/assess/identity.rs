@@ -128,7 +128,7 @@ fn no_table_way_out(words: Vocabulary, no_nvidia_smi: bool) -> &'static str {
             "Check the NVIDIA driver with `nvidia-smi`, or pass the learner's GPU UUID"
         }
         (Vocabulary::Reference, true) => {
-            "Install the NVIDIA driver tools (nvidia-smi), or pass the learner's GPU UUID (torch_module= or learner_uuid=)"
+            "Install the NVIDIA driver tools (nvidia-smi), or pass the learner's GPU UUID through torch_module="
         }
         (Vocabulary::Cli, false) => {
             "Check the NVIDIA driver with `nvidia-smi`, or pass --learner-uuid with the GPU UUID the learner's CUDA runtime reports"

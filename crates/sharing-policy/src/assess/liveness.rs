@@ -4,7 +4,7 @@
 use gpu_uuid::GpuUuid;
 
 use super::{Findings, clause, control_path, inconsistent, start_command};
-use crate::daemon::{self, DaemonStatus};
+use crate::daemon::DaemonStatus;
 use crate::{Code, Finding, HostFacts, OsText};
 
 /// The daemon's answer (deliberate change 4: live = a read-only query exited 0 in time).
@@ -15,7 +15,12 @@ pub(super) fn check(
     findings: &mut Findings,
 ) -> Option<i64> {
     let (env, words) = (&facts.env, findings.words);
-    let status = daemon::status_in(words, facts.daemon_query.as_ref(), directory.as_bytes());
+    let status = crate::reference::status_with_pid_file(
+        words,
+        facts.daemon_query.as_ref(),
+        directory.as_bytes(),
+        facts.pid_file.as_ref(),
+    );
     if let DaemonStatus::Live { server_pid } = status {
         return server_pid;
     }

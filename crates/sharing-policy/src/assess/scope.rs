@@ -9,8 +9,43 @@ use crate::{Code, Finding};
 /// How to make the daemon's environment readable.
 const VERIFY: &str = "run the probe as root or as the daemon's user, so that the daemon's /proc/<pid>/environ is readable (with --require-verified this is a rejection)";
 
+/// For a root caller when the daemon's process was not identified: root sees every process of
+/// its PID namespace, so the daemon is not running, or runs elsewhere.
+const FIND_DAEMON: &str = "check that the control daemon runs in this PID namespace (`ps -C nvidia-cuda-mps-control`; a 550+ daemon's pid file names its PID), then probe again: the probe already runs as root, so /proc hides nothing of this namespace (with --require-verified this is a rejection)";
+
+/// When the daemon's process exited while it was read.
+const DAEMON_GONE: &str = "probe again: the daemon's process no longer exists (it exited or restarted while it was read); if this repeats, check the daemon (with --require-verified this is a rejection)";
+
+/// When the caller is root and /proc still hides the daemon's environment.
+const HIDDEN_FROM_ROOT: &str = "run the probe in the daemon's PID namespace (not in another container) and where /proc is not mounted with hidepid: it already runs as root (with --require-verified this is a rejection)";
+
+/// When the snapshot predates the daemon's process observation (v1).
+const RECAPTURE: &str = "capture the host again with this version, which records the daemon's process (with --require-verified this is a rejection)";
+
+/// The fix for an unverified scope that follows from why: "run as root" only for a caller that
+/// is not (or not known to be) root, when no process vanished.
+fn verify_fix(context: &Context<'_>, identified: bool, why: &str) -> &'static str {
+    if context.facts.daemon_process.is_none() {
+        return RECAPTURE;
+    }
+    if why.contains("(os error 2)") || why.contains("(os error 3)") {
+        return DAEMON_GONE;
+    }
+    let root = context
+        .facts
+        .caller
+        .as_ref()
+        .is_some_and(|caller| caller.euid == 0);
+    match (root, identified) {
+        (true, true) => HIDDEN_FROM_ROOT,
+        (true, false) => FIND_DAEMON,
+        (false, _) => VERIFY,
+    }
+}
+
 /// The GPU is in the daemon's scope, and a client index is not renumbered by it.
 pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut Findings) {
+    let identified = matches!(context.daemon, DaemonProcess::Found(_));
     let scope = match &context.daemon {
         DaemonProcess::Found(daemon) => served::scope(daemon, context.table, context.gpu),
         DaemonProcess::Unknown(why) => Scope::Unknown(format!(
@@ -21,6 +56,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     let daemon_mask = match scope {
         Scope::Unscoped => return,
         Scope::Unknown(why) => {
+            let fix = verify_fix(context, identified, &why);
             let finding = Finding::new(
                 Code::DaemonScopeUnverified,
                 [
@@ -30,12 +66,12 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
                     " serves: ",
                     super::clause(&why),
                     ". To verify it, ",
-                    VERIFY,
+                    fix,
                     ".",
                 ]
                 .concat(),
                 why,
-                VERIFY.to_owned(),
+                fix.to_owned(),
             );
             served.unverified(context.request, findings, finding);
             return;

@@ -59,19 +59,7 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
                 .uid
                 .map_or_else(|| "?".to_owned(), |u| u.to_string()),
         ),
-        AttestCode::UidUnproven => format!(
-            "{who} is listed by MPS server {server}, but {} could not be read ({}): run attest as root or as the job's user",
-            if verdict.uid.is_none() {
-                "its UID"
-            } else {
-                "the server's UID"
-            },
-            if verdict.uid.is_none() {
-                errors(subject.client)
-            } else {
-                format!("/proc/{server}/status")
-            },
-        ),
+        AttestCode::UidUnproven => uid_unproven(subject, &who, server),
         AttestCode::DaemonDidNotAnswer => format!(
             "could not ask the control daemon on {dir} whether {who} is its client: {detail}; check the daemon with `mps-preflight doctor`, then attest again"
         ),
@@ -83,7 +71,21 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
 
 fn not_a_client(subject: &Subject<'_>, who: &str, dir: &str) -> String {
     let head = format!("{who} is not a client of any MPS server on {dir}");
-    let restart = format!("restart it with CUDA_MPS_PIPE_DIRECTORY={dir}");
+    // Restarting it with the variable it already has changes nothing: say what was seen.
+    let restart = if names_this_directory(subject) {
+        format!(
+            "its environment already names {dir} (CUDA_MPS_PIPE_DIRECTORY={}), so the variable is not the cause: if it started before the daemon, restart it now; in a container, mount {dir} and the daemon's /dev/shm",
+            repr(
+                subject
+                    .verdict
+                    .pipe_directory_env
+                    .as_deref()
+                    .unwrap_or_default()
+            )
+        )
+    } else {
+        format!("restart it with CUDA_MPS_PIPE_DIRECTORY={dir}")
+    };
     match subject.verdict.likely_cause {
         Some(LikelyCause::OtherPipeDirectory) => format!(
             "{head}: its environment names another pipe directory, {}, so its CUDA reached another daemon or none; {restart}",
@@ -118,6 +120,60 @@ fn not_a_client(subject: &Subject<'_>, who: &str, dir: &str) -> String {
             }
         ),
     }
+}
+
+/// Whether the process's environment was read and names the pipe directory attest asked
+/// (a non-empty `CUDA_MPS_PIPE_DIRECTORY` equal to it).
+fn names_this_directory(subject: &Subject<'_>) -> bool {
+    let asked = subject.facts.pipe_directory.to_string_lossy();
+    subject.verdict.environ_read
+        && subject
+            .verdict
+            .pipe_directory_env
+            .as_deref()
+            .is_some_and(|env| !env.is_empty() && env == asked)
+}
+
+/// uid-unproven: whose UID could not be read, and the fix the error calls for. A process that
+/// no longer exists is named as such (running as root would not help); "run as root" is
+/// advised only to a caller that is not root.
+fn uid_unproven(subject: &Subject<'_>, who: &str, server: i64) -> String {
+    let (whose, error) = if subject.verdict.uid.is_none() {
+        ("its UID".to_owned(), errors(subject.client))
+    } else {
+        let process = subject.facts.servers.iter().find(|s| s.pid == server);
+        let error = process
+            .and_then(|s| s.process.errors.get("status"))
+            .map_or_else(
+                || format!("/proc/{server}/status showed no Uid line"),
+                |error| format!("/proc/{server}/status: {error}"),
+            );
+        (format!("server {server}'s UID"), error)
+    };
+    let fix = if is_gone(&error) {
+        if subject.verdict.uid.is_none() {
+            "it no longer exists (it exited during attest): read its log, start it again, then attest its new PID"
+        } else {
+            "the server no longer exists (a server exits when its last client ends): attest again"
+        }
+    } else if subject
+        .facts
+        .caller
+        .as_ref()
+        .is_some_and(|caller| caller.euid == 0)
+    {
+        "attest already runs as root, so /proc hides it otherwise: run attest in the job's PID namespace (not in another container) and where /proc is not mounted with hidepid"
+    } else {
+        "run attest as root or as the job's user"
+    };
+    format!(
+        "{who} is listed by MPS server {server}, but {whose} could not be read ({error}): {fix}"
+    )
+}
+
+/// Whether an OS error says the process does not exist (ENOENT, ESRCH).
+fn is_gone(error: &str) -> bool {
+    error.contains("(os error 2)") || error.contains("(os error 3)")
 }
 
 fn other(role: Role) -> Role {

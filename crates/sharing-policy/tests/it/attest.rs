@@ -141,6 +141,28 @@ fn scenarios() -> Vec<(&'static str, AttestFacts)> {
     let mut unknown_uid = healthy();
     unknown_uid.servers[0].process.status_uid = None;
     out.push(("uid-unproven", unknown_uid));
+    // Issue 24 part 4: the fix follows the facts. A server that vanished is not a permission
+    // problem, and a root caller is never told to run as root.
+    let mut server_gone = healthy();
+    server_gone.servers[0].process.status_uid = None;
+    server_gone.servers[0].process.errors.insert(
+        "status".to_owned(),
+        "No such file or directory (os error 2)".to_owned(),
+    );
+    out.push(("uid-unproven server gone", server_gone));
+    let mut as_root = healthy();
+    as_root.caller = Some(sharing_policy::CallerFacts { uid: 0, euid: 0 });
+    as_root.servers[0].process.status_uid = None;
+    as_root.servers[0].process.errors.insert(
+        "status".to_owned(),
+        "Permission denied (os error 13)".to_owned(),
+    );
+    out.push(("uid-unproven as root", as_root));
+    let mut unset = with_servers(vec![]);
+    unset.pipe_directory = OsText::from(sharing_policy::DEFAULT_PIPE_DIRECTORY);
+    unset.learner = client(LEARNER, 1000, None);
+    unset.collector = client(COLLECTOR, 1000, None);
+    out.push(("not-a-client no server, variable unset", unset));
     let mut no_daemon = healthy();
     no_daemon.server_query = Some(record(
         probe_stdin(&DAEMON_PROBE),

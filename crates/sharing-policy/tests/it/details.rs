@@ -315,3 +315,65 @@ fn the_host_name_is_carried_into_the_evidence_as_recorded() {
     facts.schema = "mps-preflight/host-facts/v0".to_owned();
     assert_eq!(validate(&null, &facts).unwrap().host_name, None);
 }
+
+/// Issue 24 part 4: daemon-scope-unverified's fix follows the facts, one snapshot per case: a
+/// caller that is not root may be told to run as root; a root caller never is; a daemon that
+/// vanished while it was read, and a snapshot that never observed the daemon, each get their
+/// own fix.
+#[test]
+fn daemon_scope_unverified_advice_fits_the_facts() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/hosts/v2-served-validated.json"
+    );
+    let base: sharing_policy::HostFacts =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let request = crate::support::mps("cuda:0", Some("cuda:0"));
+    let scope_fix = |facts: &sharing_policy::HostFacts| -> String {
+        sharing_policy::warnings(&request, facts)
+            .into_iter()
+            .find(|finding| finding.code == sharing_policy::Code::DaemonScopeUnverified)
+            .map(|finding| finding.fix)
+            .expect("daemon-scope-unverified")
+    };
+    // The caller and the listed server as one user (a root caller with a server of UID 1000
+    // would be server-of-another-user, a rejection).
+    let as_user = |facts: &mut sharing_policy::HostFacts, euid: u32| {
+        facts.caller = Some(sharing_policy::CallerFacts { uid: euid, euid });
+        for server in facts.server_processes.iter_mut().flatten() {
+            server.status_uid = Some(format!("{euid}\t{euid}\t{euid}\t{euid}"));
+        }
+    };
+    let unreadable = |error: &str, euid: u32| {
+        let mut facts = base.clone();
+        let search = facts.daemon_process.as_mut().unwrap();
+        search.processes[0].environ = None;
+        search.processes[0]
+            .errors
+            .insert("environ".to_owned(), error.to_owned());
+        as_user(&mut facts, euid);
+        facts
+    };
+    let denied = "Permission denied (os error 13)";
+    insta::assert_snapshot!(
+        "scope fix: denied, not root",
+        scope_fix(&unreadable(denied, 1000))
+    );
+    insta::assert_snapshot!("scope fix: denied, root", scope_fix(&unreadable(denied, 0)));
+    let gone = "No such file or directory (os error 2)";
+    insta::assert_snapshot!("scope fix: daemon gone", scope_fix(&unreadable(gone, 0)));
+    let mut not_found = base.clone();
+    let search = not_found.daemon_process.as_mut().unwrap();
+    search.processes.clear();
+    as_user(&mut not_found, 0);
+    insta::assert_snapshot!("scope fix: not found, root", scope_fix(&not_found));
+    let mut v1 = base.clone();
+    v1.daemon_process = None;
+    insta::assert_snapshot!("scope fix: never observed", scope_fix(&v1));
+    for facts in [unreadable(denied, 0), unreadable(gone, 0), not_found] {
+        assert!(
+            !scope_fix(&facts).contains("as root or"),
+            "a root caller is told to run as root"
+        );
+    }
+}

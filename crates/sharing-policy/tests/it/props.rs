@@ -791,7 +791,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
             code: Code::InconsistentSnapshot,
             apply: |_, f, _| {
                 f.gpu_query.as_mut().unwrap().args = vec![
-                    "--query-gpu=index,uuid".to_owned(),
+                    "--query-gpu=index,uuid,name".to_owned(),
                     "--format=csv,noheader".to_owned(),
                 ];
             },

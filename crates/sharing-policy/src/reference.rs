@@ -1,0 +1,170 @@
+//! The reference module's own daemon query (`get_server_list\n` alone, no liveness line), which
+//! its drop-in sends through a caller's `run_command` double (issue 24; docs/mps-daemon.md,
+//! "The reference's own queries"): PID lines prove a live daemon; an empty answer does so only
+//! with a live daemon pid file.
+
+use crate::daemon::{DaemonStatus, daemon_pid, describe_text, server_pid_line, status_in};
+use crate::{CapturedText, PidFileFacts, QueryRecord, Vocabulary};
+
+/// The standard input of the reference module's daemon query, which its drop-in sends through
+/// a caller's `run_command` double: the server list alone, with no liveness line. PID lines
+/// prove a live daemon; an empty answer does not on its own ([`status_with_pid_file`]).
+pub const REFERENCE_DAEMON_STDIN: &str = "get_server_list\n";
+
+/// Why an empty answer to [`REFERENCE_DAEMON_STDIN`] proves no daemon.
+const REFERENCE_IDLE: &str = "nvidia-cuda-mps-control exited 0 and listed no MPS server for get_server_list (the reference's query, with no liveness line), which does not tell a live idle daemon from a front-end that reached none, and no pid file names a live control daemon";
+
+/// Whether `record` is the reference's query ([`REFERENCE_DAEMON_STDIN`]).
+pub(crate) fn is_reference(record: &QueryRecord) -> bool {
+    record.stdin == REFERENCE_DAEMON_STDIN
+}
+
+/// [`status_in`], where an empty answer to the reference's query counts as a live idle daemon
+/// when the pid file names a live control daemon ([`daemon_pid`]): the server list alone
+/// cannot prove an idle daemon's liveness, the pid file's live process corroborates it.
+pub(crate) fn status_with_pid_file(
+    words: Vocabulary,
+    record: Option<&QueryRecord>,
+    pipe_directory: &[u8],
+    pid_file: Option<&PidFileFacts>,
+) -> DaemonStatus {
+    let status = status_in(words, record, pipe_directory);
+    match status {
+        DaemonStatus::NoAnswer(ref why)
+            if why == REFERENCE_IDLE && daemon_pid(pid_file).is_some() =>
+        {
+            DaemonStatus::Live { server_pid: None }
+        }
+        other => other,
+    }
+}
+
+/// The answer to the reference's query: one server PID per line. An empty list is
+/// [`REFERENCE_IDLE`] (no answer) until a pid file corroborates it.
+pub(crate) fn answer(stdout: &CapturedText, stderr: &CapturedText) -> DaemonStatus {
+    const SHAPE: &str = "expected one server PID per line";
+    let unrecognized = |why: &str| {
+        DaemonStatus::Unrecognized(format!(
+            "{why}: {}, {}",
+            describe_text("stdout", stdout),
+            describe_text("stderr", stderr)
+        ))
+    };
+    if stdout.truncated || stderr.truncated {
+        return unrecognized("the output was cut short");
+    }
+    if stdout.non_utf8 || stderr.non_utf8 {
+        return unrecognized("the output is not UTF-8");
+    }
+    if !stderr.text.is_empty() {
+        return unrecognized("exit 0 with a message on stderr");
+    }
+    if stdout.text.is_empty() {
+        return DaemonStatus::NoAnswer(REFERENCE_IDLE.to_owned());
+    }
+    let Some(body) = stdout.text.strip_suffix('\n') else {
+        return unrecognized(SHAPE);
+    };
+    let mut server_pid = None;
+    for line in body.split('\n') {
+        let Some(pid) = server_pid_line(line) else {
+            return unrecognized(SHAPE);
+        };
+        server_pid.get_or_insert(pid);
+    }
+    DaemonStatus::Live { server_pid }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::{DAEMON_PROBE, DAEMON_QUERY_PROGRAM, OsText, QueryOutcome, probe_stdin};
+
+    fn record(outcome: QueryOutcome) -> QueryRecord {
+        QueryRecord {
+            program: DAEMON_QUERY_PROGRAM.to_owned(),
+            args: vec![],
+            stdin: probe_stdin(&DAEMON_PROBE),
+            env: BTreeMap::from([(
+                "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
+                OsText::from("/tmp/nvidia-mps"),
+            )]),
+            env_removed: vec![],
+            timeout_ms: 5000,
+            elapsed_ms: 3,
+            outcome,
+            earlier_attempts: Vec::new(),
+        }
+    }
+
+    fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
+        QueryOutcome::Exited {
+            code: Some(code),
+            signal: None,
+            stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
+            stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
+        }
+    }
+
+    fn status(record: Option<&QueryRecord>, dir: &[u8]) -> DaemonStatus {
+        status_in(Vocabulary::Reference, record, dir)
+    }
+
+    #[test]
+    fn the_reference_query_proves_a_daemon_by_its_server_pids_only() {
+        let reference = |stdout: &str, stderr: &str| {
+            let mut query = record(exited(0, stdout, stderr));
+            query.stdin = REFERENCE_DAEMON_STDIN.to_owned();
+            query.env_removed.clear();
+            query
+        };
+        let dir = b"/tmp/nvidia-mps";
+        assert_eq!(
+            status(Some(&reference("4428\n4511\n", "")), dir),
+            DaemonStatus::Live {
+                server_pid: Some(4428)
+            }
+        );
+        // The percentage line of this project's probe is no PID: that answer is not the
+        // reference's (a double answering it is read as what it is).
+        for odd in ["100.0\n", "4428", "Server not found\n", "4428\n\n"] {
+            assert!(
+                matches!(
+                    status(Some(&reference(odd, "")), dir),
+                    DaemonStatus::Unrecognized(_)
+                ),
+                "{odd:?}"
+            );
+        }
+        let idle = reference("", "");
+        assert!(matches!(
+            status(Some(&idle), dir),
+            DaemonStatus::NoAnswer(_)
+        ));
+        let pid_file = |alive| PidFileFacts {
+            path: OsText::from("/tmp/nvidia-mps/nvidia-cuda-mps-control.pid"),
+            contents: Some(CapturedText::from_bytes(b"2718", false)),
+            error: None,
+            pid_alive: Some(alive),
+            process_name: Some("nvidia-cuda-mps".to_owned()),
+        };
+        let words = Vocabulary::Reference;
+        assert_eq!(
+            status_with_pid_file(words, Some(&idle), dir, Some(&pid_file(true))),
+            DaemonStatus::Live { server_pid: None }
+        );
+        assert!(matches!(
+            status_with_pid_file(words, Some(&idle), dir, Some(&pid_file(false))),
+            DaemonStatus::NoAnswer(_)
+        ));
+        // Only the reference's empty answer is upgraded, never a failed query.
+        let mut gone = record(exited(1, "", "Cannot find MPS control daemon process\n"));
+        gone.stdin = REFERENCE_DAEMON_STDIN.to_owned();
+        assert!(matches!(
+            status_with_pid_file(words, Some(&gone), dir, Some(&pid_file(true))),
+            DaemonStatus::NoAnswer(_)
+        ));
+    }
+}

@@ -33,12 +33,7 @@ pub(super) fn floor(host: &Host, concurrent: bool) -> Result<Duration, String> {
 }
 
 /// Spawns a fake tool of `host` with piped output, writes `stdin` and closes it.
-fn spawn_tool(
-    host: &Host,
-    name: &str,
-    args: &[&str],
-    stdin: &str,
-) -> Result<Child, String> {
+fn spawn_tool(host: &Host, name: &str, args: &[&str], stdin: &str) -> Result<Child, String> {
     let mut child = host
         .command(&host.bin.join(name))
         .args(args)

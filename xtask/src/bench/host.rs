@@ -109,7 +109,31 @@ impl Sandbox {
             bin,
             pipe,
             _listener: listener,
+            daemon: None,
         })
+    }
+}
+
+impl Host {
+    /// Gives the host what a 550+ daemon leaves: a live process named like the control daemon
+    /// (a copy of `sleep`) and `<pipe>/nvidia-cuda-mps-control.pid` naming it, so `probe` finds
+    /// the daemon through the pid file and scans no `/proc`.
+    pub(super) fn with_pid_file(mut self, sleep: &Path) -> Result<Self, String> {
+        let program = self.dir.join("nvidia-cuda-mps-control");
+        fs::copy(sleep, &program)
+            .map_err(|err| format!("cannot copy {}: {err}", sleep.display()))?;
+        fs::set_permissions(&program, fs::Permissions::from_mode(0o755))
+            .map_err(|err| format!("cannot chmod {}: {err}", program.display()))?;
+        let child = Command::new(&program)
+            .arg("600")
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|err| format!("cannot start {}: {err}", program.display()))?;
+        let pid_file = self.pipe.join("nvidia-cuda-mps-control.pid");
+        let written = fs::write(&pid_file, child.id().to_string());
+        self.daemon = Some(child);
+        written.map_err(|err| format!("cannot write {}: {err}", pid_file.display()))?;
+        Ok(self)
     }
 }
 
@@ -131,6 +155,17 @@ pub(super) struct Host {
     pub(super) bin: PathBuf,
     pub(super) pipe: PathBuf,
     _listener: UnixListener,
+    /// The stand-in daemon process of [`Host::with_pid_file`], killed on drop.
+    daemon: Option<Child>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(daemon) = &mut self.daemon {
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+        }
+    }
 }
 
 impl Host {

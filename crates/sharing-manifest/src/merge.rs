@@ -339,12 +339,11 @@ fn group<K: Eq + Hash + Clone>(
     let mut index: HashMap<K, usize> = HashMap::new();
     for record in ranks {
         let value = key(&record.evidence);
-        match index.get(&value).and_then(|at| groups.get_mut(*at)) {
-            Some((_, sources)) => sources.push(record.source.clone()),
-            None => {
-                index.insert(value.clone(), groups.len());
-                groups.push((value, vec![record.source.clone()]));
-            }
+        if let Some((_, sources)) = index.get(&value).and_then(|at| groups.get_mut(*at)) {
+            sources.push(record.source.clone());
+        } else {
+            index.insert(value.clone(), groups.len());
+            groups.push((value, vec![record.source.clone()]));
         }
     }
     groups

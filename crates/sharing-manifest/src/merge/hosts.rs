@@ -15,12 +15,11 @@ pub(super) fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>
     let mut index: HashMap<Option<&str>, usize> = HashMap::new();
     for record in ranks {
         let name = record.evidence.host_name.as_deref();
-        match index.get(&name).and_then(|at| hosts.get_mut(*at)) {
-            Some((_, on_host)) => on_host.push(record.clone()),
-            None => {
-                index.insert(name, hosts.len());
-                hosts.push((name, vec![record.clone()]));
-            }
+        if let Some((_, on_host)) = index.get(&name).and_then(|at| hosts.get_mut(*at)) {
+            on_host.push(record.clone());
+        } else {
+            index.insert(name, hosts.len());
+            hosts.push((name, vec![record.clone()]));
         }
     }
     for (host_name, on_host) in &hosts {

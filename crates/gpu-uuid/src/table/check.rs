@@ -37,13 +37,13 @@ impl Row for GpuRowView<'_> {
     }
 }
 
-/// Whether every row is the same model ([`GpuTable::is_homogeneous`]).
+/// Whether every row is the same model ([`GpuTable::is_homogeneous`](super::GpuTable::is_homogeneous)).
 pub(super) fn same_model<R: Row>(rows: &[R]) -> bool {
     rows.windows(2)
         .all(|pair| matches!(pair, [a, b] if a.name() == b.name()))
 }
 
-/// The checks common to [`GpuTable::parse`] and [`GpuTable::from_rows`]: rows, no repeats,
+/// The checks common to [`GpuTable::parse`](super::GpuTable::parse) and [`GpuTable::from_rows`](super::GpuTable::from_rows): rows, no repeats,
 /// indices `0..n`; then sorted by index. `line(i)` is the line number of `rows[i]`, for errors.
 pub(super) fn check<R: Row>(
     mut rows: Vec<R>,

@@ -193,7 +193,7 @@ impl From<EntryRef<'_>> for VisibleEntry {
     }
 }
 
-/// What CUDA reads from a set value, borrowing it: [`VisibleDevices`] without copies, and
+/// What CUDA reads from a set value, borrowing it: [`VisibleDevices`](super::VisibleDevices) without copies, and
 /// with positions where it has entry texts (those are needed for messages only).
 pub(crate) struct Reading<'a> {
     pub(crate) mode: Mode,

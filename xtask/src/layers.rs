@@ -1,7 +1,8 @@
 //! `cargo xtask layers`: the Architecture Invariants of ARCHITECTURE.md, checked against
 //! `cargo metadata`. Each workspace crate may name only the internal crates below it, in
 //! any dependency kind (a dev-dependency on a higher layer is still a cycle in the design),
-//! and the pure crates may use only the external crates listed here.
+//! and the pure crates may use only the external crates listed here. The source rules (no file
+//! over 600 lines; render modules never name `mps_host`) are in `sources.rs`.
 
 use std::process::Command;
 
@@ -44,7 +45,13 @@ const PURE_OPTIONAL: &[(&str, &[&str])] = &[("sharing-policy", &["schemars"])];
 
 pub(crate) fn check() -> Result<(), String> {
     let metadata = cargo_metadata()?;
-    let violations = violations(&metadata);
+    let mut violations = violations(&metadata);
+    // The source rules (issue 25): file sizes and what the render modules may name.
+    let root = metadata
+        .get("workspace_root")
+        .and_then(Value::as_str)
+        .ok_or("cargo metadata has no workspace_root")?;
+    violations.extend(super::sources::violations(std::path::Path::new(root))?);
     if violations.is_empty() {
         eprintln!("xtask: layers ok");
         return Ok(());

@@ -1,7 +1,8 @@
 //! Project chores.
 //!
 //! - `cargo xtask ci` runs every check CI runs, in order, and stops at the first failure.
-//! - `cargo xtask layers` checks the crate layering of ARCHITECTURE.md against `cargo metadata`.
+//! - `cargo xtask layers` checks the crate layering of ARCHITECTURE.md against `cargo metadata`,
+//!   and the source rules: no Rust file over 600 lines, no `mps_host` in the render modules.
 //! - `cargo xtask deny` runs cargo-deny's offline checks, installing it when missing.
 //! - `cargo xtask bench` measures the release binary on a fake host (BENCHMARKS.md).
 //! - `cargo xtask fuzz` runs the cargo-fuzz targets of `fuzz/` for a while each (README.md).
@@ -16,6 +17,7 @@ mod budget;
 mod fuzz;
 mod layers;
 mod package;
+mod sources;
 
 use std::process::{Command, ExitCode};
 
@@ -42,7 +44,8 @@ fn main() -> ExitCode {
 
 const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz|package|dist>
   ci      fmt --check, clippy -D warnings, tests, docs (warnings denied), layers, deny
-  layers  check that every crate depends only on the layers below it (ARCHITECTURE.md)
+  layers  check that every crate depends only on the layers below it (ARCHITECTURE.md), that
+          no Rust file is over 600 lines and that the render modules never name mps_host
   deny    cargo deny check bans licenses sources (installs cargo-deny when missing)
   bench   whole-process timings and peak memory of the release binary on a fake host
           (`--runs N`, default 50); not part of ci. See BENCHMARKS.md

@@ -3,9 +3,13 @@
 //! separators (lines, NUL bytes); what the values mean is the validator's business.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Instant;
+
+use rustix::fs::{Mode, OFlags};
 
 use sharing_policy::{
     CLIENT_ENVIRON_VARS, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch,
@@ -179,6 +183,19 @@ pub fn find_daemon(
             return search;
         }
     };
+    // Each `comm` is opened relative to `root`, already open: no path walk from `/` per entry.
+    let directory = match rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(directory) => directory,
+        Err(err) => {
+            search.error = Some(std::io::Error::from(err).to_string());
+            return search;
+        }
+    };
+    let mut path = String::new();
     for entry in entries {
         if search.scanned >= limit {
             search.stopped = Some("limit".to_owned());
@@ -198,16 +215,57 @@ pub fn find_daemon(
         else {
             continue;
         };
-        let Ok(comm) = read_capped(root, pid, "comm", COMM_CAP) else {
+        let mut comm = [0_u8; COMM_READ];
+        let Some(comm) = read_comm(&directory, pid, &mut path, &mut comm) else {
             continue;
         };
-        if comm.strip_suffix(b"\n").unwrap_or(&comm) == DAEMON_COMM.as_bytes()
+        if comm.strip_suffix(b"\n").unwrap_or(comm) == DAEMON_COMM.as_bytes()
             && search.processes.len() < CANDIDATE_CAP
         {
             search.processes.push(observe_process(root, pid, true));
         }
     }
     search
+}
+
+/// One more byte than [`COMM_CAP`], to tell a longer file.
+const COMM_READ: usize = 65;
+
+/// `<pid>/comm` under the open `/proc` `directory`, read into `buffer`: what the scan does for
+/// every process, so with three system calls (`openat`, `read`, `close`) and no allocation
+/// (`path` is reused). The kernel writes `comm` whole, newline included, in one read; a read
+/// that ends without a newline reads on to end of file. `None` when the file cannot be read or
+/// is longer than [`COMM_CAP`] bytes (neither is the daemon).
+fn read_comm<'b>(
+    directory: &OwnedFd,
+    pid: i64,
+    path: &mut String,
+    buffer: &'b mut [u8; COMM_READ],
+) -> Option<&'b [u8]> {
+    path.clear();
+    let _ = write!(path, "{pid}/comm");
+    let file = rustix::fs::openat(
+        directory,
+        path.as_str(),
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut filled = 0;
+    loop {
+        let read = match rustix::io::read(&file, buffer.get_mut(filled..)?) {
+            Ok(read) => read,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
+        };
+        filled += read;
+        let text = buffer.get(..filled)?;
+        if read == 0 || text.ends_with(b"\n") || filled == COMM_READ {
+            break;
+        }
+    }
+    let text = buffer.get(..filled)?;
+    (text.len() as u64 <= COMM_CAP).then_some(text)
 }
 
 #[cfg(test)]
@@ -228,6 +286,44 @@ mod tests {
                 ("CUDA_MPS_PIPE_DIRECTORY".to_owned(), OsText::from("")),
             ])
         );
+    }
+
+    /// `read_comm` (the scan's one-read path) agrees with `read_capped` (every other `/proc`
+    /// read) on what a `comm` file holds, at and around the cap, with and without a newline.
+    #[test]
+    fn read_comm_agrees_with_read_capped() {
+        let root = tempfile::tempdir().unwrap();
+        let directory = rustix::fs::open(
+            root.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        let name = "nvidia-cuda-mps";
+        let contents: Vec<Vec<u8>> = vec![
+            format!("{name}\n").into_bytes(),
+            name.as_bytes().to_vec(),
+            Vec::new(),
+            b"\n".to_vec(),
+            vec![b'x'; 63],
+            [vec![b'x'; 63], b"\n".to_vec()].concat(),
+            vec![b'x'; 64],
+            vec![b'x'; 65],
+            [vec![b'x'; 64], b"\n".to_vec()].concat(),
+            vec![b'x'; 4096],
+        ];
+        let mut path = String::new();
+        for (pid, content) in (1_i64..).zip(&contents) {
+            let dir = root.path().join(pid.to_string());
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("comm"), content).unwrap();
+            let mut buffer = [0_u8; COMM_READ];
+            let fast = read_comm(&directory, pid, &mut path, &mut buffer).map(<[u8]>::to_vec);
+            let capped = read_capped(root.path(), pid, "comm", COMM_CAP).ok();
+            assert_eq!(fast, capped, "{} bytes", content.len());
+        }
+        let mut buffer = [0_u8; COMM_READ];
+        assert_eq!(read_comm(&directory, 999, &mut path, &mut buffer), None);
     }
 
     #[test]

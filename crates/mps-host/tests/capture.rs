@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::daemon::os_text;
 use common::{fake_program, short_tempdir};
-use mps_host::{ProbeOptions, ProcessRunner, capture, capture_with};
+use mps_host::{ProbeOptions, capture};
 use sharing_policy::{EnvFacts, FileKind, QueryOutcome};
 use std::os::unix::net::UnixListener;
 
@@ -87,12 +87,7 @@ fn the_daemon_front_end_gets_no_arguments_the_probe_on_stdin_and_the_pipe_direct
         learner_uuid: Some("GPU-8932f937-d72c-4106-c12f-20bd9faed9f6".to_owned()),
         ..options_in(bin.path(), Duration::from_secs(30))
     };
-    let runner = ProcessRunner {
-        search_path: options.search_path.clone(),
-        ..ProcessRunner::default()
-    };
-
-    let facts = capture_with(env.clone(), &runner, &options);
+    let facts = common::capture_on(env.clone(), &options);
 
     assert_eq!(facts.env, env);
     assert_eq!(facts.os, "linux");

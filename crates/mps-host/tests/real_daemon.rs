@@ -14,22 +14,13 @@ use std::time::{Duration, Instant};
 
 use common::daemon::{Daemon, binary_or_skip};
 use common::{is_dead, live_processes_with_env};
-use mps_host::{ProbeOptions, capture_with};
+use mps_host::ProbeOptions;
 use rustix::process::Signal;
 use sharing_policy::{
     Code, DaemonSearchMethod, FileKind, QueryOutcome, ReadOnlyCommand, Request, explain, validate,
 };
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-
-fn capture(daemon: &Daemon, timeout: Duration) -> sharing_policy::HostFacts {
-    let options = daemon.options(timeout);
-    let runner = mps_host::ProcessRunner {
-        search_path: options.search_path.clone(),
-        ..mps_host::ProcessRunner::default()
-    };
-    capture_with(daemon.env(), &runner, &options)
-}
 
 fn exited(outcome: &QueryOutcome) -> (Option<i32>, &str, &str) {
     match outcome {
@@ -53,7 +44,7 @@ fn a_live_idle_daemon_answers_the_probe() {
     };
     let daemon = Daemon::start(&binary);
 
-    let facts = capture(&daemon, Duration::from_secs(10));
+    let facts = daemon.capture(Duration::from_secs(10));
 
     let query = facts.daemon_query.as_ref().unwrap();
     assert!(query.args.is_empty());
@@ -104,7 +95,7 @@ fn after_quit_the_socket_stays_but_nothing_answers() {
     assert_eq!(exited(&quit.outcome), (Some(0), "", ""), "X17: owner quit");
     assert!(is_dead(daemon.pid));
 
-    let facts = capture(&daemon, Duration::from_secs(10));
+    let facts = daemon.capture(Duration::from_secs(10));
 
     // F14: a stale socket is left behind; X1: the front-end cannot find a daemon.
     let pipe = facts.control_pipe.as_ref().unwrap();
@@ -133,7 +124,7 @@ fn a_frozen_daemon_costs_one_deadline_and_leaves_no_process_behind() {
     let timeout = Duration::from_secs(1);
 
     let started = Instant::now();
-    let facts = capture(&daemon, timeout);
+    let facts = daemon.capture(timeout);
     let elapsed = started.elapsed();
 
     // Deadline plus a generous margin for a loaded machine; a hang would take forever (X19).
@@ -172,22 +163,14 @@ fn the_control_log_shows_only_read_only_commands_from_the_probe() {
     };
     let daemon = Daemon::start(&binary);
     for _ in 0..2 {
-        let facts = capture(&daemon, Duration::from_secs(10));
+        let facts = daemon.capture(Duration::from_secs(10));
         assert_eq!(
             exited(&facts.daemon_query.as_ref().unwrap().outcome).0,
             Some(0)
         );
     }
 
-    // The daemon writes its log after it answers, so read it only once the daemon is gone:
-    // `quit` waits for the daemon to exit. That `quit` is the harness's own, and comes last.
-    daemon.quit();
-    let log = daemon.control_log();
-    let mut commands: Vec<&str> = log
-        .lines()
-        .filter_map(|line| line.split_once("] Cmd:").map(|(_, command)| command))
-        .collect();
-    assert_eq!(commands.pop(), Some("quit"), "control.log:\n{log}");
+    let (log, commands) = daemon.quit_and_read_commands();
     let read_only: Vec<&str> = ReadOnlyCommand::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(
         commands,
@@ -199,7 +182,11 @@ fn the_control_log_shows_only_read_only_commands_from_the_probe() {
         ],
         "control.log:\n{log}"
     );
-    assert!(commands.iter().all(|command| read_only.contains(command)));
+    assert!(
+        commands
+            .iter()
+            .all(|command| read_only.contains(&command.as_str()))
+    );
     assert!(log.contains("NEW UI"), "{log}");
 }
 
@@ -237,12 +224,7 @@ fn a_daemon_killed_between_observation_steps_is_never_a_pass() {
             search_path: Some(tools.path().as_os_str().to_owned()),
             ..ProbeOptions::default()
         };
-        let runner = mps_host::ProcessRunner {
-            search_path: options.search_path.clone(),
-            ..mps_host::ProcessRunner::default()
-        };
-
-        let facts = capture_with(daemon.env(), &runner, &options);
+        let facts = common::capture_on(daemon.env(), &options);
 
         // SIGKILL lands asynchronously; on a loaded machine allow the kernel a moment.
         assert!(
@@ -296,14 +278,9 @@ fn two_gpus(daemon: &Daemon) {
 }
 
 fn capture_with_mask(daemon: &Daemon, mask: Option<&str>) -> sharing_policy::HostFacts {
-    let options = daemon.options(Duration::from_secs(10));
-    let runner = mps_host::ProcessRunner {
-        search_path: options.search_path.clone(),
-        ..mps_host::ProcessRunner::default()
-    };
     let mut env = daemon.env();
     env.cuda_visible_devices = mask.map(sharing_policy::OsText::from);
-    capture_with(env, &runner, &options)
+    common::capture_on(env, &daemon.options(Duration::from_secs(10)))
 }
 
 fn strict(request: &Request) -> Request {
@@ -457,11 +434,7 @@ fn capture_as_the_calling_user() {
         search_path: Some(bin.clone()),
         ..ProbeOptions::default()
     };
-    let runner = mps_host::ProcessRunner {
-        search_path: Some(bin),
-        ..mps_host::ProcessRunner::default()
-    };
-    let facts = capture_with(env, &runner, &options);
+    let facts = common::capture_on(env, &options);
     println!("FACTS {}", serde_json::to_string(&facts).unwrap());
 }
 

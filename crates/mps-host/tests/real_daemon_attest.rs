@@ -46,7 +46,7 @@ fn two_live_processes_without_a_server_are_not_attested() {
     let daemon = Daemon::start(&binary);
     let (mut learner, mut collector) = (client_of(&daemon), client_of(&daemon));
     let options = AttestOptions {
-        search_path: daemon.options(Duration::from_secs(10)).search_path,
+        search_path: daemon.runner().search_path,
         timeout: Duration::from_secs(10),
         wait: Duration::from_millis(300),
         ..AttestOptions::new(pid(&learner), pid(&collector), os_text(&daemon.pipe_dir))
@@ -75,11 +75,7 @@ fn two_live_processes_without_a_server_are_not_attested() {
 
     // A client list of a server that does not exist (X7): carried as `get_client_list <pid>`.
     let gone = Pid::new(12345).unwrap();
-    let record = mps_host::ProcessRunner {
-        search_path: options.search_path.clone(),
-        ..mps_host::ProcessRunner::default()
-    }
-    .run(&daemon_query(
+    let record = daemon.runner().run(&daemon_query(
         &options.pipe_directory,
         &client_query(gone),
         Duration::from_secs(10),
@@ -102,18 +98,14 @@ fn two_live_processes_without_a_server_are_not_attested() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
-    // The daemon writes its log after it answers; read it once it is gone.
-    daemon.quit();
-    let log = daemon.control_log();
-    let mut commands: Vec<&str> = log
-        .lines()
-        .filter_map(|line| line.split_once("] Cmd:").map(|(_, command)| command))
-        .collect();
-    assert_eq!(commands.pop(), Some("quit"), "control.log:\n{log}");
-    assert!(commands.contains(&"get_server_list"), "{log}");
-    assert!(commands.contains(&"get_client_list 12345"), "{log}");
-    for command in commands {
-        let (name, argument) = command.split_once(' ').unwrap_or((command, ""));
+    let (log, commands) = daemon.quit_and_read_commands();
+    assert!(commands.iter().any(|c| c == "get_server_list"), "{log}");
+    assert!(
+        commands.iter().any(|c| c == "get_client_list 12345"),
+        "{log}"
+    );
+    for command in &commands {
+        let (name, argument) = command.split_once(' ').unwrap_or((command.as_str(), ""));
         assert!(
             ReadOnlyCommand::NAMES.contains(&name),
             "{command:?} in\n{log}"

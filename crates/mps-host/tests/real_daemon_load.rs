@@ -33,10 +33,7 @@ fn concurrent_probes_of_one_idle_daemon_all_validate_and_replay_alike() {
         "echo 'Default, 535.261.03, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
     );
     let options = daemon.options(Duration::from_secs(10));
-    let runner = mps_host::ProcessRunner {
-        search_path: options.search_path.clone(),
-        ..mps_host::ProcessRunner::default()
-    };
+    let runner = daemon.runner();
     let barrier = std::sync::Barrier::new(PROBES);
     let snapshots: Vec<HostFacts> = std::thread::scope(|scope| {
         let probes: Vec<_> = (0..PROBES)

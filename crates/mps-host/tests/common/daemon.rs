@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use mps_host::{ProbeOptions, Query, Runner};
 use rustix::process::{Pid, Signal};
-use sharing_policy::{EnvFacts, OsText, QueryRecord};
+use sharing_policy::{EnvFacts, HostFacts, OsText, QueryRecord};
 
 use super::{eventually, is_dead, live_processes_with_env};
 
@@ -184,12 +184,22 @@ impl Daemon {
         }
     }
 
-    /// Sends `quit` (harness only) and waits for the daemon to be gone.
-    pub(crate) fn quit(&self) -> QueryRecord {
-        let runner = mps_host::ProcessRunner {
+    /// A process runner that finds this daemon's front-end.
+    pub(crate) fn runner(&self) -> mps_host::ProcessRunner {
+        mps_host::ProcessRunner {
             search_path: Some(OsString::from(&self.bin_dir)),
             ..mps_host::ProcessRunner::default()
-        };
+        }
+    }
+
+    /// Captures the host as a job pointed at this daemon sees it, with `timeout` per query.
+    pub(crate) fn capture(&self, timeout: Duration) -> HostFacts {
+        super::capture_on(self.env(), &self.options(timeout))
+    }
+
+    /// Sends `quit` (harness only) and waits for the daemon to be gone.
+    pub(crate) fn quit(&self) -> QueryRecord {
+        let runner = self.runner();
         let query = Query {
             program: "nvidia-cuda-mps-control".to_owned(),
             args: Vec::new(),
@@ -215,6 +225,27 @@ impl Daemon {
     /// The daemon's `control.log`.
     pub(crate) fn control_log(&self) -> String {
         std::fs::read_to_string(self.log_dir.join("control.log")).unwrap_or_default()
+    }
+
+    /// Quits the daemon (its log is written after it answers, so it is read once the daemon is
+    /// gone), then returns `control.log` and the commands it logged before the harness's own
+    /// `quit`, which must come last.
+    pub(crate) fn quit_and_read_commands(&self) -> (String, Vec<String>) {
+        self.quit();
+        let log = self.control_log();
+        let mut commands: Vec<String> = log
+            .lines()
+            .filter_map(|line| {
+                line.split_once("] Cmd:")
+                    .map(|(_, command)| command.to_owned())
+            })
+            .collect();
+        assert_eq!(
+            commands.pop().as_deref(),
+            Some("quit"),
+            "control.log:\n{log}"
+        );
+        (log, commands)
     }
 }
 

@@ -23,6 +23,19 @@ pub(crate) fn short_tempdir(prefix: &str) -> TempDir {
         .unwrap()
 }
 
+/// `capture_with` through the process runner `options` describe (its search path): what the
+/// real-daemon and capture tests all do.
+pub(crate) fn capture_on(
+    env: sharing_policy::EnvFacts,
+    options: &mps_host::ProbeOptions,
+) -> sharing_policy::HostFacts {
+    let runner = ProcessRunner {
+        search_path: options.search_path.clone(),
+        ..ProcessRunner::default()
+    };
+    mps_host::capture_with(env, &runner, options)
+}
+
 /// Writes an executable `#!/bin/sh` script `name` into `dir`.
 pub(crate) fn fake_program(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);

@@ -2,45 +2,30 @@
 //! are the PIDs of real child processes this test starts, read through the real `/proc`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::fake_daemon::{FakeDaemon, eventually, lines};
 use crate::support::{FakeHost, MPS_REQUEST, Run, finish, running_as_root, spawn, system_program};
 
-/// A fake host whose control front-end answers from files in `state/`: `servers` (the server
-/// list), `clients.<pid>` (a server's client list; none: `Server <pid> not found`), and
-/// `hang` (sleep instead of answering). Every command line it reads is logged to `state/log`,
-/// and each front-end's PID to `state/pids`.
+/// A fake host with the one fake daemon ([`FakeDaemon`]), and the real processes (`sleep`) a
+/// test names as learner, collector and servers.
 struct Attest {
     host: FakeHost,
-    state: PathBuf,
+    daemon: FakeDaemon,
     children: Vec<Child>,
 }
 
 impl Attest {
     fn new() -> Self {
         let mut host = FakeHost::new();
-        let state = host.root().join("state");
-        fs::create_dir(&state).unwrap();
-        let (cat, sleep) = (system_program("cat"), system_program("sleep"));
-        let body = format!(
-            "S='{state}'\necho $$ >> \"$S/pids\"\n[ -f \"$S/hang\" ] && exec '{sleep}' 30\n\
-             while read -r cmd arg; do\n  echo \"$cmd $arg\" >> \"$S/log\"\n  case \"$cmd\" in\n\
-             get_default_active_thread_percentage) echo 100.0 ;;\n\
-             get_server_list) [ -f \"$S/servers\" ] && '{cat}' \"$S/servers\" ;;\n\
-             get_client_list) if [ -f \"$S/clients.$arg\" ]; then '{cat}' \"$S/clients.$arg\"; else echo \"Server $arg not found\"; fi ;;\n\
-             *) echo \"Unknown command \\\"$cmd\\\"\" ;;\n  esac\ndone\nexit 0",
-            state = state.display(),
-            cat = cat.display(),
-            sleep = sleep.display(),
-        );
-        host.script("nvidia-cuda-mps-control", &body);
+        let daemon = FakeDaemon::install(&mut host);
         Self {
             host,
-            state,
+            daemon,
             children: Vec::new(),
         }
     }
@@ -66,12 +51,13 @@ impl Attest {
         pid
     }
 
-    fn servers(&self, pids: &[u32]) {
-        fs::write(self.state.join("servers"), lines(pids)).unwrap();
-    }
-
-    fn clients(&self, server: u32, text: &str) {
-        fs::write(self.state.join(format!("clients.{server}")), text).unwrap();
+    /// A learner, a collector and a server, all three live processes.
+    fn three_processes(&mut self) -> (u32, u32, u32) {
+        (
+            self.process(false),
+            self.process(false),
+            self.process(false),
+        )
     }
 
     fn run(&self, learner: u32, collector: u32, extra: &[&str]) -> Run {
@@ -87,15 +73,6 @@ impl Attest {
         let run = self.host.run(&args);
         run.assert_discipline("attest");
         run
-    }
-
-    /// Every front-end this host started has ended.
-    fn assert_no_front_end_left(&self) {
-        let pids = fs::read_to_string(self.state.join("pids")).unwrap_or_default();
-        for pid in pids.lines() {
-            let gone = eventually(|| !alive(pid));
-            assert!(gone, "front-end {pid} outlived attest");
-        }
     }
 
     fn kill(&mut self, pid: u32) {
@@ -114,31 +91,6 @@ impl Drop for Attest {
     }
 }
 
-fn lines(pids: &[u32]) -> String {
-    pids.iter()
-        .fold(String::new(), |all, pid| all + &pid.to_string() + "\n")
-}
-
-/// Whether `/proc/<pid>` shows a process that is not a zombie.
-fn alive(pid: &str) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
-        !status
-            .lines()
-            .any(|line| line.starts_with("State:") && line.contains('Z'))
-    })
-}
-
-fn eventually(mut condition: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
 fn codes(run: &Run) -> Vec<String> {
     run.stderr
         .lines()
@@ -152,15 +104,10 @@ fn codes(run: &Run) -> Vec<String> {
 #[test]
 fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
-    // The probe's validated evidence first, through a daemon that answers the probe.
+    let (learner, collector, server) = fake.three_processes();
+    // The probe's validated evidence first: the same daemon answers the probe, listing no
+    // server yet.
     fake.host.socket().one_gpu();
-    let saved = fs::read(fake.host.root().join("bin/nvidia-cuda-mps-control")).unwrap();
-    fake.host.daemon_answers("");
     let manifest = fake.host.root().join("manifest.json");
     fs::write(&manifest, "{\"run\": \"r1\"}").unwrap();
     let manifest_arg = manifest.to_str().unwrap();
@@ -168,13 +115,8 @@ fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
     probe.extend_from_slice(&MPS_REQUEST);
     probe.extend_from_slice(&["--manifest", manifest_arg]);
     assert_eq!(fake.host.run(&probe).code, 0);
-    let body = String::from_utf8(saved).unwrap();
-    fake.host.script(
-        "nvidia-cuda-mps-control",
-        body.strip_prefix("#!/bin/sh\n").unwrap(),
-    );
-    fake.servers(&[server]);
-    fake.clients(server, &lines(&[learner, collector]));
+    fake.daemon.servers(&[server]);
+    fake.daemon.clients(server, &lines(&[learner, collector]));
 
     let run = fake.run(learner, collector, &["--manifest", manifest_arg]);
 
@@ -206,7 +148,7 @@ fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
     assert_eq!(merged["ranks"][0]["attestation"]["state"], "attested");
     assert_eq!(merged["ranks"][0]["attestation"]["server_pid"], server);
     // Only read-only commands, and get_client_list with the server's PID alone.
-    let log = fs::read_to_string(fake.state.join("log")).unwrap();
+    let log = fake.daemon.log().unwrap();
     assert!(
         log.contains(&format!("get_client_list {server}\n")),
         "{log}"
@@ -218,9 +160,9 @@ fn a_second_server_and_a_format_change_are_not_attested() {
     let mut fake = Attest::new();
     let (learner, collector) = (fake.process(false), fake.process(false));
     let (first, second) = (fake.process(false), fake.process(false));
-    fake.servers(&[first, second]);
-    fake.clients(first, &lines(&[learner]));
-    fake.clients(second, &lines(&[collector]));
+    fake.daemon.servers(&[first, second]);
+    fake.daemon.clients(first, &lines(&[learner]));
+    fake.daemon.clients(second, &lines(&[collector]));
     let run = fake.run(learner, collector, &[]);
     assert_eq!(run.code, 1, "{}", run.render());
     assert_eq!(
@@ -233,7 +175,8 @@ fn a_second_server_and_a_format_change_are_not_attested() {
         run.stderr
     );
 
-    fake.clients(first, &format!("PID {learner} ctx 0\n"));
+    fake.daemon
+        .clients(first, &format!("PID {learner} ctx 0\n"));
     let run = fake.run(learner, collector, &[]);
     assert_eq!(run.code, 1);
     // The collector is listed by the second server; only the learner is unproven.
@@ -256,8 +199,8 @@ fn a_server_of_another_uid() {
     let mut fake = Attest::new();
     let (learner, collector, server) =
         (fake.process(false), fake.process(false), fake.process(true));
-    fake.servers(&[server]);
-    fake.clients(server, "");
+    fake.daemon.servers(&[server]);
+    fake.daemon.clients(server, "");
     // `setpriv` execs `sleep`: the server's PID is the one spawned, running as 65534.
     assert!(eventually(|| fs::read_to_string(format!(
         "/proc/{server}/status"
@@ -271,7 +214,7 @@ fn a_server_of_another_uid() {
         "{}",
         run.stderr
     );
-    fake.clients(server, &lines(&[learner, collector]));
+    fake.daemon.clients(server, &lines(&[learner, collector]));
     let run = fake.run(learner, collector, &[]);
     assert_eq!(
         codes(&run),
@@ -282,12 +225,8 @@ fn a_server_of_another_uid() {
 #[test]
 fn wait_succeeds_when_the_clients_attach_after_a_delay() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
-    let state = fake.state.clone();
+    let (learner, collector, server) = fake.three_processes();
+    let state = fake.daemon.state().to_owned();
     let attach = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(400));
         fs::write(
@@ -308,7 +247,7 @@ fn wait_succeeds_when_the_clients_attach_after_a_delay() {
         "{:?}",
         started.elapsed()
     );
-    fake.assert_no_front_end_left();
+    fake.daemon.assert_no_front_end_left();
 }
 
 #[test]
@@ -333,19 +272,15 @@ fn wait_fails_at_its_deadline_and_leaves_no_process_behind() {
         took >= Duration::from_millis(600) && took < Duration::from_millis(2600),
         "{took:?}"
     );
-    fake.assert_no_front_end_left();
+    fake.daemon.assert_no_front_end_left();
 }
 
 #[test]
 fn a_process_that_exits_mid_poll_ends_the_wait() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
-    fake.servers(&[server]);
-    fake.clients(server, &lines(&[learner]));
+    let (learner, collector, server) = fake.three_processes();
+    fake.daemon.servers(&[server]);
+    fake.daemon.clients(server, &lines(&[learner]));
     let started = Instant::now();
     let mut command = fake.host.command(&[
         "attest",
@@ -367,14 +302,14 @@ fn a_process_that_exits_mid_poll_ends_the_wait() {
     );
     assert_eq!(run.code, 1, "{}", run.render());
     assert_eq!(codes(&run), ["not-running"]);
-    fake.assert_no_front_end_left();
+    fake.daemon.assert_no_front_end_left();
 }
 
 #[test]
 fn a_hung_daemon_is_no_answer_within_the_deadline() {
     let mut fake = Attest::new();
     let (learner, collector) = (fake.process(false), fake.process(false));
-    fs::write(fake.state.join("hang"), "").unwrap();
+    fake.daemon.hang();
     let started = Instant::now();
     let run = fake.run(
         learner,
@@ -391,19 +326,15 @@ fn a_hung_daemon_is_no_answer_within_the_deadline() {
         ["daemon-did-not-answer", "daemon-did-not-answer"]
     );
     assert!(run.stderr.contains("300 ms deadline"), "{}", run.stderr);
-    fake.assert_no_front_end_left();
+    fake.daemon.assert_no_front_end_left();
 }
 
 #[test]
 fn a_saved_snapshot_replays_to_the_same_verdict() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
-    fake.servers(&[server]);
-    fake.clients(server, &lines(&[learner, collector]));
+    let (learner, collector, server) = fake.three_processes();
+    fake.daemon.servers(&[server]);
+    fake.daemon.clients(server, &lines(&[learner, collector]));
     let saved = fake.host.root().join("attest.json");
     let live = fake.run(
         learner,
@@ -451,7 +382,7 @@ fn pids_must_be_positive_integers() {
     }
     let run = fake.host.run(&["attest", "--learner-pid", "1"]);
     assert_eq!(run.code, 2, "{}", run.render());
-    assert!(!fake.state.join("log").exists(), "nothing was asked");
+    assert_eq!(fake.daemon.log(), None, "nothing was asked");
 }
 
 #[test]

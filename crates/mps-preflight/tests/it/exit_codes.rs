@@ -192,8 +192,7 @@ fn exit_code_table() {
 /// A rejected explicit request on a fake host: exit 1, nothing on stdout.
 #[test]
 fn probe_exit_codes_on_a_fake_host() {
-    let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("").socket();
+    let host = FakeHost::healthy();
     let mps = args("probe", &MPS_REQUEST, &[]);
     let evidence = host.run(&mps).json("healthy probe");
     assert_eq!(evidence["validated"], true);

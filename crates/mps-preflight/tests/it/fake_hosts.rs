@@ -85,8 +85,7 @@ fn hosts() -> Vec<(&'static str, FakeHost, Option<u32>)> {
     let pid = host.live_daemon_pid();
     out.push(("healthy-socket-with-server", host, Some(pid)));
 
-    let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("").socket();
+    let host = FakeHost::healthy();
     out.push(("healthy-idle-daemon", host, None));
 
     let mut host = FakeHost::new();
@@ -379,8 +378,7 @@ fn doctor_lists_every_finding() {
     insta::assert_snapshot!(host.redact(&human.render(), None));
 
     // A healthy host: exit 0, "ok".
-    let mut healthy = FakeHost::new();
-    healthy.one_gpu().daemon_answers("").socket();
+    let healthy = FakeHost::healthy();
     let request = MPS_REQUEST;
     let ok = healthy.run(&args("doctor", &request, &[]));
     assert_eq!(ok.code, 0, "{}", ok.render());

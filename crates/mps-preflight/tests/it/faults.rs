@@ -101,8 +101,7 @@ fn a_pid_file_naming_an_unrelated_or_dead_process_proves_nothing() {
         child.id()
     };
     for (what, pid) in [("unrelated", unrelated.0.id()), ("dead", dead)] {
-        let mut answering = FakeHost::new();
-        answering.one_gpu().daemon_answers("").socket();
+        let answering = FakeHost::healthy();
         std::fs::write(
             answering.pipe().join("nvidia-cuda-mps-control.pid"),
             pid.to_string(),
@@ -135,8 +134,7 @@ fn a_pid_file_naming_an_unrelated_or_dead_process_proves_nothing() {
 #[test]
 fn an_unprivileged_user_is_refused_and_replaces_no_file() {
     use std::os::unix::fs::PermissionsExt as _;
-    let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("").socket();
+    let host = FakeHost::healthy();
     let chmod = |path: &std::path::Path, mode: u32| {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     };
@@ -186,8 +184,7 @@ fn an_unprivileged_user_is_refused_and_replaces_no_file() {
 /// A link to a regular snapshot is read like the snapshot.
 #[test]
 fn snapshots_linked_to_devices_or_cut_short_are_input_errors() {
-    let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("").socket();
+    let host = FakeHost::healthy();
     let root = host.root().to_owned();
     let link = |name: &str, target: &std::path::Path| {
         std::os::unix::fs::symlink(target, root.join(name)).unwrap();

@@ -103,8 +103,7 @@ fn the_shipped_npd_config_gives_ok_nonok_and_unknown_within_max_output_length() 
         assert_brief(&run, 1, "control-path-too-long: ", limit, "long pipe path");
 
         // Unknown: the textfile directory is not mounted, so the probe could not do its job.
-        let mut unmounted = FakeHost::new();
-        unmounted.one_gpu().daemon_answers("").socket();
+        let unmounted = FakeHost::healthy();
         let missing = unmounted.root().join("not-mounted");
         let run = run_rule(&unmounted, rule, &missing);
         assert_brief(&run, 2, "UNKNOWN: ", limit, "textfile dir missing");
@@ -198,8 +197,7 @@ fn brief_is_unknown_when_the_snapshot_cannot_be_read() {
 
 #[test]
 fn brief_null_request_is_ok_and_says_whether_a_daemon_answered() {
-    let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("").socket();
+    let host = FakeHost::healthy();
     let run = host.run(&args("probe", &MPS_REQUEST[2..], &["--format", "brief"]));
     assert_eq!(
         run.stdout,

@@ -11,6 +11,7 @@ mod attest;
 mod bad_input;
 mod docs;
 mod exit_codes;
+mod fake_daemon;
 mod fake_hosts;
 mod faults;
 mod files_written;

@@ -259,8 +259,7 @@ fn every_unmet_prerequisite_is_one_series_at_one() {
 
 #[test]
 fn an_unwritable_textfile_is_exit_2_and_leaves_nothing_behind() {
-    let mut host = FakeHost::new();
-    host.one_gpu().daemon_answers("").socket();
+    let host = FakeHost::healthy();
     let missing = host.root().join("no-such-dir").join("m.prom");
     let run = host.run(&args(
         "probe",

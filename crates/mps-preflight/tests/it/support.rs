@@ -174,6 +174,14 @@ impl FakeHost {
         Self::with_pipe_name(OsStr::new("pipe"))
     }
 
+    /// The healthy idle host most tests start from: one H100, a daemon that answers and lists
+    /// no server, a live control socket.
+    pub(crate) fn healthy() -> Self {
+        let mut host = Self::new();
+        host.one_gpu().daemon_answers("").socket();
+        host
+    }
+
     /// The same, with the pipe directory named `name` (non-UTF-8 names allowed).
     pub(crate) fn with_pipe_name(name: &OsStr) -> Self {
         let dir = tempfile::Builder::new()

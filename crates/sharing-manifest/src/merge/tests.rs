@@ -411,3 +411,17 @@ fn hostile_file_names_stay_on_one_line() {
     missing-rank: world_size is 1 but no evidence was given for rank 0 (1 of 1 missing; 1 given)
     "#);
 }
+
+/// `mps-preflight merge` prints the summary serialised straight to text (issue 25): the same
+/// text as the `to_json` value pretty-printed, for consistent and inconsistent runs.
+#[test]
+fn the_summary_as_text_is_the_json_value_as_text() {
+    for report in [
+        merge(&inputs(&[rank(0, 3), rank(2, 3), rank(1, 3)])),
+        merge(&inputs(&[rank(0, 2), rank(0, 2)])),
+        merge(&inputs(&[rank(1, 3)])),
+    ] {
+        let direct = serde_json::to_string_pretty(&report.summary()).unwrap();
+        assert_eq!(direct, format!("{:#}", report.to_json()));
+    }
+}

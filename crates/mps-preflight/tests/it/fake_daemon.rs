@@ -1,0 +1,102 @@
+//! The one fake control daemon of the CLI tests: an `nvidia-cuda-mps-control` front-end on a
+//! [`FakeHost`] that answers each command it reads from files in a state directory, so a test
+//! changes what the daemon says (even while a command runs) by writing a file:
+//!
+//! - `servers`: the server list (none: an empty list);
+//! - `clients.<pid>`: a server's client list (none: `Server <pid> not found`);
+//! - `hang`: sleep instead of answering.
+//!
+//! Every command line it reads is logged to `log`, and each front-end's PID to `pids`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::support::{FakeHost, system_program};
+
+pub(crate) struct FakeDaemon {
+    state: PathBuf,
+}
+
+impl FakeDaemon {
+    /// Installs the front-end on `host`, answering from `<host root>/state`.
+    pub(crate) fn install(host: &mut FakeHost) -> Self {
+        let state = host.root().join("state");
+        fs::create_dir(&state).unwrap();
+        let (cat, sleep) = (system_program("cat"), system_program("sleep"));
+        let body = format!(
+            "S='{state}'\necho $$ >> \"$S/pids\"\n[ -f \"$S/hang\" ] && exec '{sleep}' 30\n\
+             while read -r cmd arg; do\n  echo \"$cmd $arg\" >> \"$S/log\"\n  case \"$cmd\" in\n\
+             get_default_active_thread_percentage) echo 100.0 ;;\n\
+             get_server_list) [ -f \"$S/servers\" ] && '{cat}' \"$S/servers\" ;;\n\
+             get_client_list) if [ -f \"$S/clients.$arg\" ]; then '{cat}' \"$S/clients.$arg\"; else echo \"Server $arg not found\"; fi ;;\n\
+             *) echo \"Unknown command \\\"$cmd\\\"\" ;;\n  esac\ndone\nexit 0",
+            state = state.display(),
+            cat = cat.display(),
+            sleep = sleep.display(),
+        );
+        host.script("nvidia-cuda-mps-control", &body);
+        Self { state }
+    }
+
+    /// The state directory.
+    pub(crate) fn state(&self) -> &Path {
+        &self.state
+    }
+
+    /// The servers the daemon lists, one PID a line.
+    pub(crate) fn servers(&self, pids: &[u32]) {
+        fs::write(self.state.join("servers"), lines(pids)).unwrap();
+    }
+
+    /// What `get_client_list <server>` answers.
+    pub(crate) fn clients(&self, server: u32, text: &str) {
+        fs::write(self.state.join(format!("clients.{server}")), text).unwrap();
+    }
+
+    /// From now on every front-end hangs instead of answering.
+    pub(crate) fn hang(&self) {
+        fs::write(self.state.join("hang"), "").unwrap();
+    }
+
+    /// The command lines read so far (`None`: nothing was asked).
+    pub(crate) fn log(&self) -> Option<String> {
+        fs::read_to_string(self.state.join("log")).ok()
+    }
+
+    /// Every front-end started on this host has ended (within 5 s).
+    pub(crate) fn assert_no_front_end_left(&self) {
+        let pids = fs::read_to_string(self.state.join("pids")).unwrap_or_default();
+        for pid in pids.lines() {
+            let gone = eventually(|| !alive(pid));
+            assert!(gone, "front-end {pid} outlived the command");
+        }
+    }
+}
+
+/// `pids` one a line, as the daemon lists servers and clients.
+pub(crate) fn lines(pids: &[u32]) -> String {
+    pids.iter()
+        .fold(String::new(), |all, pid| all + &pid.to_string() + "\n")
+}
+
+/// Whether `/proc/<pid>` shows a process that is not a zombie.
+pub(crate) fn alive(pid: &str) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        !status
+            .lines()
+            .any(|line| line.starts_with("State:") && line.contains('Z'))
+    })
+}
+
+/// Whether `condition` holds within 5 s, polled every 20 ms.
+pub(crate) fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}

@@ -1,0 +1,246 @@
+//! The source rules of `cargo xtask layers` (issue 25), which `cargo metadata` cannot see:
+//!
+//! - no Rust source file of the repository is over [`MAX_LINES`] lines (split it by
+//!   responsibility), except the files of [`OVERSIZED`], which must shrink, not grow, and leave
+//!   the list once they fit;
+//! - the render modules of the command line ([`RENDER_MODULES`]) never name `mps_host`: what
+//!   they print comes from the one decision (`sharing_policy`), not from observing the host.
+//!   The check reads the text, so it sees `use mps_host::…`, `mps_host::` paths and
+//!   `extern crate mps_host`; a re-export through another module of the crate is not seen, and
+//!   is for review to catch.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The most lines a Rust source file may have.
+pub(crate) const MAX_LINES: usize = 600;
+
+/// Files over [`MAX_LINES`] when the rule came in, with the most lines each may keep. Each is
+/// the sharing-policy tests other work edits now; splitting them is left to after it merges.
+const OVERSIZED: &[(&str, usize)] = &[
+    ("crates/sharing-policy/tests/it/props.rs", 1199),
+    ("crates/sharing-policy/tests/it/hosts.rs", 704),
+];
+
+/// The render modules of `crates/mps-preflight/src` (files, or directories of them) and the
+/// names they may not use. They turn a verdict, evidence and findings into text (JSON, `--format
+/// brief`, the Prometheus textfile, doctor's report, stdout/stderr and exit status).
+const RENDER_MODULES: &[(&str, &[&str])] = &[
+    ("crates/mps-preflight/src/brief.rs", &["mps_host"]),
+    ("crates/mps-preflight/src/prom.rs", &["mps_host"]),
+    ("crates/mps-preflight/src/report.rs", &["mps_host"]),
+    ("crates/mps-preflight/src/output.rs", &["mps_host"]),
+];
+
+/// Directories never walked: build output, VCS and tool state.
+const SKIPPED_DIRS: &[&str] = &["target", "node_modules", "corpus", "artifacts"];
+
+/// How deep the walk goes; the repository is far shallower.
+const MAX_DEPTH: usize = 24;
+
+/// Every source-rule violation under the workspace `root`.
+pub(crate) fn violations(root: &Path) -> Result<Vec<String>, String> {
+    let mut files = Vec::new();
+    walk(root, 0, &mut files)?;
+    files.sort();
+    let mut found = Vec::new();
+    for path in &files {
+        let relative = relative_text(root, path);
+        let text = read(path)?;
+        found.extend(size_violation(&relative, &text));
+    }
+    for (module, forbidden) in RENDER_MODULES {
+        let path = root.join(module);
+        let module_files: Vec<&PathBuf> = files.iter().filter(|f| f.starts_with(&path)).collect();
+        if module_files.is_empty() {
+            found.push(format!(
+                "render module `{module}` is gone; update RENDER_MODULES in xtask/src/sources.rs"
+            ));
+        }
+        for file in module_files {
+            let text = read(file)?;
+            found.extend(import_violations(
+                &relative_text(root, file),
+                &text,
+                forbidden,
+            ));
+        }
+    }
+    Ok(found)
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    fs::read_to_string(path).map_err(|err| format!("cannot read {}: {err}", path.display()))
+}
+
+fn relative_text(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The `.rs` files under `dir`, skipping hidden directories and [`SKIPPED_DIRS`].
+fn walk(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("{} is nested too deep to walk", dir.display()));
+    }
+    let entries =
+        fs::read_dir(dir).map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let kind = entry
+            .file_type()
+            .map_err(|err| format!("cannot stat {}: {err}", path.display()))?;
+        if kind.is_dir() {
+            if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
+                walk(&path, depth + 1, files)?;
+            }
+        } else if kind.is_file() && name.ends_with(".rs") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// A file over [`MAX_LINES`] (or over its [`OVERSIZED`] allowance), or an allowance no longer
+/// needed.
+fn size_violation(path: &str, text: &str) -> Option<String> {
+    let lines = text.lines().count();
+    let allowance = OVERSIZED
+        .iter()
+        .find(|(oversized, _)| *oversized == path)
+        .map(|(_, most)| *most);
+    match allowance {
+        Some(most) if lines > most => Some(format!(
+            "{path} has {lines} lines, more than the {most} it had when the {MAX_LINES}-line \
+             rule came in; split it by responsibility"
+        )),
+        Some(_) if lines <= MAX_LINES => Some(format!(
+            "{path} has {lines} lines now; remove it from OVERSIZED in xtask/src/sources.rs"
+        )),
+        None if lines > MAX_LINES => Some(format!(
+            "{path} has {lines} lines, over {MAX_LINES}; split it by responsibility"
+        )),
+        Some(_) | None => None,
+    }
+}
+
+/// Each line of `text` (comments aside) that names one of `forbidden` as a whole identifier.
+fn import_violations(path: &str, text: &str, forbidden: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let code = line.split_once("//").map_or(line, |(code, _)| code);
+        for name in forbidden {
+            if names(code, name) {
+                found.push(format!(
+                    "{path}:{}: a render module names `{name}`; render the decision \
+                     (sharing_policy's verdict), not what mps-host observed",
+                    number + 1
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Whether `code` holds `name` with no identifier character on either side.
+fn names(code: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(at, _)| {
+        let before = code.get(..at).and_then(|s| s.chars().next_back());
+        let after = code.get(at + name.len()..).and_then(|s| s.chars().next());
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_render_module_may_not_import_mps_host() {
+        let forbidden = &["mps_host"];
+        for code in [
+            "use mps_host::capture;",
+            "use mps_host;",
+            "    let facts = mps_host::capture(&options);",
+            "pub(crate) fn f(x: &::mps_host::Options) {}",
+            "extern crate mps_host as host;",
+            "use {sharing_policy::Evidence, mps_host::Options};",
+        ] {
+            assert_eq!(
+                import_violations("brief.rs", code, forbidden).len(),
+                1,
+                "{code}"
+            );
+        }
+        for code in [
+            "use sharing_policy::{Evidence, Finding};",
+            "// mps_host observes; this module renders",
+            "/// Unlike mps_host::capture, this reads nothing.",
+            "let my_mps_host_count = 1;",
+            "use crate::mps_hostile;",
+        ] {
+            assert_eq!(
+                import_violations("brief.rs", code, forbidden),
+                Vec::<String>::new(),
+                "{code}"
+            );
+        }
+        let text = "//! Renders.\n\nuse sharing_policy::Evidence;\nuse mps_host::Options;\n";
+        let found = import_violations("crates/mps-preflight/src/prom.rs", text, forbidden);
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].starts_with("crates/mps-preflight/src/prom.rs:4: "),
+            "{}",
+            found[0]
+        );
+    }
+
+    #[test]
+    fn a_file_over_the_line_limit_fails() {
+        let lines = |n: usize| "x\n".repeat(n);
+        assert_eq!(size_violation("crates/a/src/b.rs", &lines(MAX_LINES)), None);
+        let over = size_violation("crates/a/src/b.rs", &lines(MAX_LINES + 1));
+        assert!(over.is_some_and(|message| message.contains("601 lines, over 600")));
+    }
+
+    #[test]
+    fn an_oversized_file_may_not_grow_and_leaves_the_list_once_it_fits() {
+        let (path, most) = OVERSIZED[0];
+        let lines = |n: usize| "x\n".repeat(n);
+        assert_eq!(size_violation(path, &lines(most)), None);
+        assert!(size_violation(path, &lines(most + 1)).is_some());
+        assert!(size_violation(path, &lines(MAX_LINES)).is_some());
+    }
+
+    /// The rules hold on this repository as it is (run by `cargo test`, and by `cargo xtask
+    /// layers`).
+    #[test]
+    fn the_repository_follows_the_source_rules() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask sits in the workspace root");
+        assert_eq!(violations(root), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn the_walk_finds_rust_files_and_skips_target() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask sits in the workspace root");
+        let mut files = Vec::new();
+        walk(root, 0, &mut files).unwrap();
+        assert!(files.iter().any(|f| f.ends_with("xtask/src/sources.rs")));
+        assert!(
+            files
+                .iter()
+                .any(|f| f.ends_with("crates/mps-preflight/src/brief.rs"))
+        );
+        assert!(!files.iter().any(|f| f.starts_with(root.join("target"))));
+    }
+}

@@ -255,6 +255,22 @@ fn a_client_query_for_another_server_or_directory_is_unproven() {
     assert_eq!(attest(&facts).learner.code, AttestCode::DaemonDidNotAnswer);
 }
 
+/// Issue 20 part 3: a client answer whose first line is a PID (the percentage command was lost)
+/// is unrecognized, never "one client fewer"; a server answer of PID lines is never idle.
+#[test]
+fn a_pid_first_line_is_unrecognized() {
+    let mut facts = healthy();
+    facts.servers[0].client_query.outcome = exited(0, "4267\n4281\n", "");
+    let attestation = attest(&facts);
+    assert!(!attestation.attested);
+    assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
+    let mut facts = healthy();
+    facts.server_query = Some(record(probe_stdin(&DAEMON_PROBE), exited(0, "4428\n", "")));
+    let attestation = attest(&facts);
+    assert!(!attestation.attested);
+    assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
+}
+
 fn arb_facts() -> impl Strategy<Value = AttestFacts> {
     let pid = prop_oneof![Just(LEARNER), Just(COLLECTOR), 1_i64..6];
     let clients = prop::collection::vec(pid, 0..4);

@@ -53,6 +53,11 @@ fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
     }
 }
 
+/// No CUDA variable set (pipe directory `/tmp/nvidia-mps`).
+pub(crate) fn default_env() -> EnvFacts {
+    env(None, None, None, None)
+}
+
 fn env(
     visible: Option<&str>,
     order: Option<&str>,
@@ -645,6 +650,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
     out.push(("healthy-daemon-stale-pid-file", stale_pid));
 
     out.extend(served_fixtures());
+    out.extend(crate::hosts_deployed::fixtures());
     out
 }
 

@@ -16,6 +16,7 @@ mod changes;
 mod details;
 mod fixtures;
 mod hosts;
+mod hosts_deployed;
 mod props;
 mod seed_order;
 mod support;

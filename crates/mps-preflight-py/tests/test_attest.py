@@ -87,3 +87,12 @@ def test_not_attached_is_rejected_with_a_code(host: FakeHost, processes: list) -
 def test_pids_are_positive_integers(bad: object) -> None:
     with pytest.raises(ValueError):
         mps_preflight.attest(bad, 1)  # type: ignore[arg-type]
+
+
+def test_the_same_pid_twice_is_a_value_error(host: FakeHost, processes: list) -> None:
+    """Issue 21 part 2: a launcher that captured `$!` twice is told so, never "attested"."""
+    learner, collector, server = processes
+    (host.root / "state" / "servers").write_text(f"{server.pid}\n")
+    (host.root / "state" / f"clients.{server.pid}").write_text(f"{learner.pid}\n{collector.pid}\n")
+    with pytest.raises(ValueError, match="two processes"):
+        mps_preflight.attest(learner.pid, learner.pid)

@@ -14,14 +14,14 @@ use crate::support::{FakeHost, MPS_REQUEST, Run, finish, running_as_root, spawn,
 /// list), `clients.<pid>` (a server's client list; none: `Server <pid> not found`), and
 /// `hang` (sleep instead of answering). Every command line it reads is logged to `state/log`,
 /// and each front-end's PID to `state/pids`.
-struct Attest {
-    host: FakeHost,
-    state: PathBuf,
-    children: Vec<Child>,
+pub(crate) struct Attest {
+    pub(crate) host: FakeHost,
+    pub(crate) state: PathBuf,
+    pub(crate) children: Vec<Child>,
 }
 
 impl Attest {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut host = FakeHost::new();
         let state = host.root().join("state");
         fs::create_dir(&state).unwrap();
@@ -47,7 +47,7 @@ impl Attest {
 
     /// A real process (`sleep`), its CUDA pointed at this host's pipe directory; `as_nobody`
     /// runs it as UID 65534 through `setpriv`.
-    fn process(&mut self, as_nobody: bool) -> u32 {
+    pub(crate) fn process(&mut self, as_nobody: bool) -> u32 {
         let mut command = if as_nobody {
             let mut command = Command::new(system_program("setpriv"));
             command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
@@ -66,15 +66,15 @@ impl Attest {
         pid
     }
 
-    fn servers(&self, pids: &[u32]) {
+    pub(crate) fn servers(&self, pids: &[u32]) {
         fs::write(self.state.join("servers"), lines(pids)).unwrap();
     }
 
-    fn clients(&self, server: u32, text: &str) {
+    pub(crate) fn clients(&self, server: u32, text: &str) {
         fs::write(self.state.join(format!("clients.{server}")), text).unwrap();
     }
 
-    fn run(&self, learner: u32, collector: u32, extra: &[&str]) -> Run {
+    pub(crate) fn run(&self, learner: u32, collector: u32, extra: &[&str]) -> Run {
         let (learner, collector) = (learner.to_string(), collector.to_string());
         let mut args = vec![
             "attest",
@@ -90,7 +90,7 @@ impl Attest {
     }
 
     /// Every front-end this host started has ended.
-    fn assert_no_front_end_left(&self) {
+    pub(crate) fn assert_no_front_end_left(&self) {
         let pids = fs::read_to_string(self.state.join("pids")).unwrap_or_default();
         for pid in pids.lines() {
             let gone = eventually(|| !alive(pid));
@@ -98,7 +98,7 @@ impl Attest {
         }
     }
 
-    fn kill(&mut self, pid: u32) {
+    pub(crate) fn kill(&mut self, pid: u32) {
         let child = self.children.iter_mut().find(|c| c.id() == pid).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
@@ -114,7 +114,7 @@ impl Drop for Attest {
     }
 }
 
-fn lines(pids: &[u32]) -> String {
+pub(crate) fn lines(pids: &[u32]) -> String {
     pids.iter()
         .fold(String::new(), |all, pid| all + &pid.to_string() + "\n")
 }
@@ -128,7 +128,7 @@ fn alive(pid: &str) -> bool {
     })
 }
 
-fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(mut condition: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(5) {
         if condition() {
@@ -139,7 +139,7 @@ fn eventually(mut condition: impl FnMut() -> bool) -> bool {
     false
 }
 
-fn codes(run: &Run) -> Vec<String> {
+pub(crate) fn codes(run: &Run) -> Vec<String> {
     run.stderr
         .lines()
         .map(|line| {

@@ -8,6 +8,7 @@
 )]
 
 mod attest;
+mod attest_identity;
 mod bad_input;
 mod docs;
 mod exit_codes;

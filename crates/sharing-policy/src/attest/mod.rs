@@ -185,7 +185,13 @@ impl Attestation {
                 )
             })
             .collect();
-        if !self.attested && lines.is_empty() {
+        if !self.attested && lines.is_empty() && self.learner.pid == self.collector.pid {
+            lines.push(format!(
+                "{}: {}",
+                AttestCode::AnswerUnrecognized.as_str(),
+                same_process(self.learner.pid)
+            ));
+        } else if !self.attested && lines.is_empty() {
             lines.push(format!(
                 "{}: {}",
                 AttestCode::ClientOfAnotherServer.as_str(),
@@ -203,6 +209,27 @@ impl Attestation {
             && self
                 .problems()
                 .all(|(_, p)| p.code == AttestCode::NotAClient)
+    }
+}
+
+/// The message when the learner and the collector are given the same PID (issue 21 part 2):
+/// one process proves nothing about two, so the front ends refuse it as a usage error.
+pub fn same_process(pid: i64) -> String {
+    format!(
+        "the learner and the collector are the same process (PID {pid}): one process proves nothing about two sharing a GPU; give each process's own PID"
+    )
+}
+
+/// `Err` with [`same_process`]'s message when the two PIDs are one: a usage error in every
+/// front end (the CLI's `attest` and `doctor`, the Python `attest()`, a replayed snapshot).
+///
+/// # Errors
+/// The two PIDs are equal.
+pub fn distinct_pids(learner: i64, collector: i64) -> Result<(), String> {
+    if learner == collector {
+        Err(same_process(learner))
+    } else {
+        Ok(())
     }
 }
 
@@ -243,7 +270,10 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         &collector_seen,
         &learner_seen,
     );
-    let attested = learner.code == AttestCode::Attached
+    // Two roles on one PID prove nothing about two processes: never attested (the front ends
+    // refuse it before observing; this keeps the rule in the policy too).
+    let attested = facts.learner.pid != facts.collector.pid
+        && learner.code == AttestCode::Attached
         && collector.code == AttestCode::Attached
         && learner.server_pid.is_some()
         && learner.server_pid == collector.server_pid;

@@ -271,6 +271,23 @@ fn a_pid_first_line_is_unrecognized() {
     assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
 }
 
+/// Issue 21 part 2: one process in both roles is never attested, even when listed.
+#[test]
+fn one_pid_in_both_roles_is_never_attested() {
+    let mut facts = healthy();
+    facts.collector = client(LEARNER, 1000, Some(DIR));
+    let attestation = attest(&facts);
+    assert!(!attestation.attested);
+    assert_eq!(attestation.server_pid, None);
+    let lines = attestation.error_lines();
+    assert!(
+        lines[0].contains("the same process (PID 4267)"),
+        "{lines:?}"
+    );
+    assert!(sharing_policy::distinct_pids(LEARNER, LEARNER).is_err());
+    assert!(sharing_policy::distinct_pids(LEARNER, COLLECTOR).is_ok());
+}
+
 fn arb_facts() -> impl Strategy<Value = AttestFacts> {
     let pid = prop_oneof![Just(LEARNER), Just(COLLECTOR), 1_i64..6];
     let clients = prop::collection::vec(pid, 0..4);

@@ -6,6 +6,7 @@ mod attest;
 mod code;
 mod commands;
 mod daemon;
+mod daemon_args;
 mod device;
 mod evidence;
 mod facts;

@@ -5,6 +5,7 @@
 use gpu_uuid::{GpuTableView, GpuUuid, VisibleDevices, VisibleEntry};
 
 use crate::daemon::{self, DaemonStatus};
+use crate::daemon_args;
 use crate::gpu::{HostTableError, TableText};
 use crate::{
     DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearchMethod, HostFacts, OsText,
@@ -124,24 +125,25 @@ pub(crate) enum DaemonProcess<'a> {
     Unknown(String),
 }
 
-/// Whether `cmdline` is the control daemon run as a daemon (`-d`) or in the foreground (`-f`).
+/// Whether `cmdline` is the control daemon run as a daemon, as one known version's option
+/// parser reads it ([`crate::daemon_args`]: `-d`, `-f`, `--daemon`, `-dM`, …).
 fn is_control_daemon(cmdline: &[OsText]) -> bool {
-    let Some((program, args)) = cmdline.split_first() else {
-        return false;
-    };
-    let name = program.as_bytes().rsplit(|b| *b == b'/').next();
-    name == Some(DAEMON_QUERY_PROGRAM.as_bytes())
-        && args
-            .iter()
-            .any(|arg| matches!(arg.as_bytes(), b"-d" | b"-f"))
+    daemon_args::read(cmdline).is_some()
 }
 
-/// Whether `cmdline` shows multi-user mode (`-m` / `--multiuser`).
-pub(crate) fn is_multiuser(cmdline: &[OsText]) -> bool {
-    cmdline
-        .iter()
-        .skip(1)
-        .any(|arg| matches!(arg.as_bytes(), b"-m" | b"--multiuser"))
+/// Whether `cmdline` shows multi-user mode (`-M`, `-multiuser-server`, `--multiuser-server`,
+/// 580's unique prefixes such as `-m`, combined `-dM`): `None` when no known parser reads it
+/// as a control daemon, or when they disagree.
+pub(crate) fn is_multiuser(cmdline: &[OsText]) -> Option<bool> {
+    daemon_args::read(cmdline).and_then(|daemon| daemon.multiuser)
+}
+
+/// Whether `cmdline`'s program is the control program (not a server, whose `comm` is the
+/// same `nvidia-cuda-mps`).
+fn is_control_program(cmdline: &[OsText]) -> bool {
+    cmdline.first().is_some_and(|program| {
+        program.as_bytes().rsplit(|b| *b == b'/').next() == Some(DAEMON_QUERY_PROGRAM.as_bytes())
+    })
 }
 
 /// The pipe directory a process with this environment uses: a non-empty
@@ -167,6 +169,24 @@ pub(crate) fn identify<'a>(facts: &'a HostFacts, pipe_directory: &[u8]) -> Daemo
     if search.method == DaemonSearchMethod::PidFile {
         let pid = daemon::daemon_pid(facts.pid_file.as_ref());
         return match search.processes.iter().find(|p| Some(p.pid) == pid) {
+            // A stale pid file can name a reused PID: an MPS server has the same comm.
+            Some(process)
+                if process
+                    .cmdline
+                    .as_deref()
+                    .is_some_and(|c| !is_control_program(c)) =>
+            {
+                DaemonProcess::Unknown(format!(
+                    "the pid file names PID {}, whose command line {:?} is not the control program (a stale pid file whose PID was reused)",
+                    process.pid,
+                    process
+                        .cmdline
+                        .iter()
+                        .flatten()
+                        .map(OsText::to_string_lossy)
+                        .collect::<Vec<_>>()
+                ))
+            }
             Some(process) => DaemonProcess::Found(process),
             None => {
                 DaemonProcess::Unknown("the pid file's daemon process was not observed".to_owned())
@@ -324,7 +344,7 @@ pub(crate) fn served_facts(
         .collect();
     if let DaemonProcess::Found(daemon) = identify(facts, pipe_directory) {
         served.daemon_pid = Some(daemon.pid);
-        served.daemon_multiuser = daemon.cmdline.as_deref().map(is_multiuser);
+        served.daemon_multiuser = daemon.cmdline.as_deref().and_then(is_multiuser);
         served.daemon_visible_devices = daemon
             .environ
             .as_ref()
@@ -374,21 +394,34 @@ mod tests {
             "/usr/bin/nvidia-cuda-mps-control",
             "-f"
         ])));
+        assert!(is_control_daemon(&line(&[
+            "nvidia-cuda-mps-control",
+            "--daemon"
+        ])));
+        assert!(is_control_daemon(&line(&[
+            "nvidia-cuda-mps-control",
+            "-dM"
+        ])));
         assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-control"])));
         assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-server"])));
         assert!(!is_control_daemon(&[]));
-        assert!(is_multiuser(&line(&[
-            "nvidia-cuda-mps-control",
-            "-d",
-            "-m"
+        assert_eq!(
+            is_multiuser(&line(&["nvidia-cuda-mps-control", "-d", "-M"])),
+            Some(true)
+        );
+        assert_eq!(
+            is_multiuser(&line(&["nvidia-cuda-mps-control", "--multiuser", "-d"])),
+            Some(true)
+        );
+        assert_eq!(is_multiuser(&line(&["-m"])), None);
+        assert_eq!(
+            is_multiuser(&line(&["nvidia-cuda-mps-control", "-d"])),
+            Some(false)
+        );
+        assert!(is_control_program(&line(&[
+            "/usr/bin/nvidia-cuda-mps-control"
         ])));
-        assert!(is_multiuser(&line(&[
-            "nvidia-cuda-mps-control",
-            "--multiuser",
-            "-d"
-        ])));
-        assert!(!is_multiuser(&line(&["-m"])));
-        assert!(!is_multiuser(&line(&["nvidia-cuda-mps-control", "-d"])));
+        assert!(!is_control_program(&line(&["nvidia-cuda-mps-server"])));
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub(crate) fn default_env() -> EnvFacts {
     env(None, None, None, None)
 }
 
-fn env(
+pub(crate) fn env(
     visible: Option<&str>,
     order: Option<&str>,
     pipe: Option<&str>,

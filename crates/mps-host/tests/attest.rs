@@ -145,3 +145,42 @@ fn a_server_of_another_uid_and_an_unreadable_environment() {
     let attestation = observe(proc_root.path(), bin.path());
     assert_eq!(attestation.collector.code, AttestCode::NotRunning);
 }
+
+/// `root/<pid>` of a control daemon found by the `/proc` scan: comm, cmdline and environ.
+fn fake_daemon_process(root: &Path, pid: u32, args: &[&str]) {
+    fake_client(
+        root,
+        pid,
+        0,
+        "S (sleeping)",
+        Some(&["CUDA_MPS_PIPE_DIRECTORY=/run/test-mps"]),
+    );
+    let dir = root.join(pid.to_string());
+    std::fs::write(dir.join("comm"), "nvidia-cuda-mps\n").unwrap();
+    let cmdline = std::iter::once("nvidia-cuda-mps-control")
+        .chain(args.iter().copied())
+        .fold(String::new(), |all, arg| all + arg + "\0");
+    std::fs::write(dir.join("cmdline"), cmdline).unwrap();
+}
+
+/// Issue 20 part 1: the DRA driver's `-d -M` daemon, found by the scan, proves multi-user
+/// mode, so its root server serves the job's UID; a `-d` daemon does not.
+#[test]
+fn a_multi_user_daemon_found_by_the_scan_lets_its_root_server_serve_every_user() {
+    for (args, attested) in [(&["-d", "-M"][..], true), (&["-d"][..], false)] {
+        let (proc_root, bin) = (short_tempdir("mpsr"), short_tempdir("mpsb"));
+        fake_client(proc_root.path(), 101, 1000, "S (sleeping)", Some(OUR_ENV));
+        fake_client(proc_root.path(), 102, 1000, "S (sleeping)", Some(OUR_ENV));
+        fake_client(proc_root.path(), 900, 0, "S (sleeping)", None);
+        fake_daemon_process(proc_root.path(), 50, args);
+        fake_daemon(bin.path(), "900\\n", "101\\n102\\n");
+
+        let attestation = observe(proc_root.path(), bin.path());
+
+        assert_eq!(attestation.attested, attested, "{args:?}: {attestation:#?}");
+        assert_eq!(attestation.daemon_multiuser, Some(attested), "{args:?}");
+        if !attested {
+            assert_eq!(attestation.learner.code, AttestCode::ServerOfAnotherUser);
+        }
+    }
+}

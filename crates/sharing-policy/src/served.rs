@@ -8,8 +8,8 @@ use crate::daemon::{self, DaemonStatus};
 use crate::daemon_args;
 use crate::gpu::{HostTableError, TableText};
 use crate::{
-    DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearchMethod, HostFacts, OsText,
-    PidFileFacts, ProcessFacts, QueryRecord, parse_pid,
+    DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearch, DaemonSearchMethod, HostFacts,
+    OsText, PidFileFacts, ProcessFacts, QueryRecord, parse_pid,
 };
 
 /// The server PIDs a live daemon's answer lists, in order (none when the daemon did not answer
@@ -131,6 +131,15 @@ fn is_control_daemon(cmdline: &[OsText]) -> bool {
     daemon_args::read(cmdline).is_some()
 }
 
+/// Whether the identified daemon's command line proves multi-user mode (`Some(true)`), proves
+/// its absence (`Some(false)`), or leaves it unknown.
+pub(crate) fn daemon_multiuser(daemon: &DaemonProcess<'_>) -> Option<bool> {
+    match daemon {
+        DaemonProcess::Found(process) => process.cmdline.as_deref().and_then(is_multiuser),
+        DaemonProcess::Unknown(_) => None,
+    }
+}
+
 /// Whether `cmdline` shows multi-user mode (`-M`, `-multiuser-server`, `--multiuser-server`,
 /// 580's unique prefixes such as `-m`, combined `-dM`): `None` when no known parser reads it
 /// as a control daemon, or when they disagree.
@@ -161,13 +170,26 @@ fn environ_pipe_directory(process: &ProcessFacts) -> Option<&[u8]> {
 /// environment resolves to `pipe_directory`. Unreadable environments, several matches, or none
 /// leave it unknown, with the reason.
 pub(crate) fn identify<'a>(facts: &'a HostFacts, pipe_directory: &[u8]) -> DaemonProcess<'a> {
-    let Some(search) = &facts.daemon_process else {
+    identify_in(
+        facts.daemon_process.as_ref(),
+        facts.pid_file.as_ref(),
+        pipe_directory,
+    )
+}
+
+/// [`identify`] from the search and the pid file alone (`attest` records both too).
+pub(crate) fn identify_in<'a>(
+    search: Option<&'a DaemonSearch>,
+    pid_file: Option<&PidFileFacts>,
+    pipe_directory: &[u8],
+) -> DaemonProcess<'a> {
+    let Some(search) = search else {
         return DaemonProcess::Unknown(
             "the snapshot holds no observation of the daemon's process".to_owned(),
         );
     };
     if search.method == DaemonSearchMethod::PidFile {
-        let pid = daemon::daemon_pid(facts.pid_file.as_ref());
+        let pid = daemon::daemon_pid(pid_file);
         return match search.processes.iter().find(|p| Some(p.pid) == pid) {
             // A stale pid file can name a reused PID: an MPS server has the same comm.
             Some(process)

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CallerFacts, OsText, ProcessFacts, QueryRecord};
+use crate::{CallerFacts, DaemonSearch, OsText, PidFileFacts, ProcessFacts, QueryRecord};
 
 /// The attestation snapshot schema.
 pub const ATTEST_SCHEMA: &str = "mps-preflight/attest-facts/v1";
@@ -57,6 +57,15 @@ pub struct AttestFacts {
     pub elapsed_ms: u64,
     /// The host's name (`uname` nodename), raw.
     pub host_name: Option<OsText>,
+    /// The pipe directory's pid file (550+), as the preflight records it (issue 20: absent in
+    /// snapshots written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_file: Option<PidFileFacts>,
+    /// The control daemon's process (its command line shows multi-user mode), found as the
+    /// preflight finds it: the pid file, else a bounded `/proc` scan (issue 20; absent in
+    /// older snapshots: multi-user mode unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_process: Option<DaemonSearch>,
 }
 
 /// A process that should be an MPS client, as `/proc/<pid>` showed it, raw.

@@ -14,7 +14,7 @@ pub use facts::{
     ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, ClientFacts, PipeDirectorySource, ServerFacts,
 };
 
-use crate::served::effective_uid;
+use crate::served::{self, effective_uid};
 use crate::{DEFAULT_PIPE_DIRECTORY, OsText};
 
 /// One process's state. The kebab-case spelling ([`AttestCode::as_str`]) is stable.
@@ -158,6 +158,10 @@ pub struct Attestation {
     pub elapsed_ms: u64,
     /// The host's name.
     pub host_name: Option<String>,
+    /// Whether the control daemon runs in multi-user mode, as its command line shows (null:
+    /// not proven either way). In multi-user mode the root server serves every user's clients.
+    #[serde(default)]
+    pub daemon_multiuser: Option<bool>,
 }
 
 impl Attestation {
@@ -254,9 +258,11 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
     };
     let seen = |pid| seen(pid, &servers, &listings);
     let (learner_seen, collector_seen) = (seen(facts.learner.pid), seen(facts.collector.pid));
+    let daemon = served::identify_in(facts.daemon_process.as_ref(), facts.pid_file.as_ref(), dir);
     let context = Context {
         facts,
         servers: servers.as_deref().unwrap_or_default(),
+        multiuser: served::daemon_multiuser(&daemon) == Some(true),
     };
     let learner = context.judge(
         Role::Learner,
@@ -290,6 +296,7 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         rounds: facts.rounds,
         elapsed_ms: facts.elapsed_ms,
         host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
+        daemon_multiuser: served::daemon_multiuser(&daemon),
     }
 }
 
@@ -358,9 +365,17 @@ fn client_pipe_directory(client: &ClientFacts) -> Option<&[u8]> {
 struct Context<'a> {
     facts: &'a AttestFacts,
     servers: &'a [i64],
+    /// The daemon's multi-user mode is proven: its root server serves every user.
+    multiuser: bool,
 }
 
 impl Context<'_> {
+    /// Whether a server of UID `server` serves a client of UID `client`: the same user, or the
+    /// root server of a daemon whose multi-user mode is proven (shared notes gpu-truth.md §8).
+    fn serves(&self, server: u32, client: u32) -> bool {
+        server == client || (self.multiuser && server == 0)
+    }
+
     fn judge(
         &self,
         role: Role,
@@ -423,7 +438,9 @@ impl Context<'_> {
             Seen::Listed(server) => {
                 verdict.server_pid = Some(*server);
                 let code = match (verdict.uid, server_uid(self.facts, *server)) {
-                    (Some(own), Some(theirs)) if own != theirs => AttestCode::ServerOfAnotherUser,
+                    (Some(own), Some(theirs)) if !self.serves(theirs, own) => {
+                        AttestCode::ServerOfAnotherUser
+                    }
                     (Some(_), Some(_)) => match other {
                         Seen::Listed(elsewhere) if elsewhere != server => {
                             AttestCode::ClientOfAnotherServer
@@ -453,7 +470,7 @@ impl Context<'_> {
             .map(|&s| server_uid(self.facts, s))
             .collect();
         match (uid, owners) {
-            (Some(uid), Some(owners)) if !owners.contains(&uid) => {
+            (Some(uid), Some(owners)) if !owners.iter().any(|&owner| self.serves(owner, uid)) => {
                 Some(LikelyCause::UidDiffersFromServer)
             }
             _ => None,

@@ -10,9 +10,9 @@ use sharing_policy::{
     client_query, parse_client_list, probe_stdin,
 };
 
-const DIR: &str = "/tmp/nvidia-mps";
-const LEARNER: i64 = 4267;
-const COLLECTOR: i64 = 4281;
+pub(crate) const DIR: &str = "/tmp/nvidia-mps";
+pub(crate) const LEARNER: i64 = 4267;
+pub(crate) const COLLECTOR: i64 = 4281;
 
 fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
     QueryOutcome::Exited {
@@ -41,7 +41,7 @@ fn uid_line(uid: u32) -> String {
     format!("{uid}\t{uid}\t{uid}\t{uid}")
 }
 
-fn client(pid: i64, uid: u32, dir: Option<&str>) -> ClientFacts {
+pub(crate) fn client(pid: i64, uid: u32, dir: Option<&str>) -> ClientFacts {
     let mut environ = BTreeMap::new();
     if let Some(dir) = dir {
         environ.insert("CUDA_MPS_PIPE_DIRECTORY".to_owned(), OsText::from(dir));
@@ -55,7 +55,7 @@ fn client(pid: i64, uid: u32, dir: Option<&str>) -> ClientFacts {
     }
 }
 
-fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
+pub(crate) fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
     let stdin = probe_stdin(&client_query(Pid::new(pid).unwrap()));
     ServerFacts {
         pid,
@@ -68,11 +68,11 @@ fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
 }
 
 /// A host where both processes (UID 1000) are clients of server 4428 (UID 1000).
-fn healthy() -> AttestFacts {
+pub(crate) fn healthy() -> AttestFacts {
     with_servers(vec![server(4428, 1000, "4267\n4281\n")])
 }
 
-fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
+pub(crate) fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
     let list = servers
         .iter()
         .fold(String::new(), |all, s| all + &s.pid.to_string() + "\n");
@@ -93,6 +93,8 @@ fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
         rounds: 1,
         elapsed_ms: 3,
         host_name: None,
+        pid_file: None,
+        daemon_process: None,
     }
 }
 
@@ -288,6 +290,31 @@ fn one_pid_in_both_roles_is_never_attested() {
     assert!(sharing_policy::distinct_pids(LEARNER, COLLECTOR).is_ok());
 }
 
+/// The daemons a snapshot may hold: none, single-user, multi-user (two spellings), unreadable
+/// options.
+const DAEMONS: [Option<&[&str]>; 5] = [
+    None,
+    Some(&["-d"]),
+    Some(&["-d", "-M"]),
+    Some(&["-dM"]),
+    Some(&["-d", "-x"]),
+];
+
+/// Whether the snapshot's daemon command line is a multi-user one (known independently of the
+/// parser: the generator's two multi-user spellings).
+fn proven_multiuser(facts: &AttestFacts) -> bool {
+    facts.daemon_process.as_ref().is_some_and(|search| {
+        search.processes.iter().any(|p| {
+            let line: Option<Vec<String>> = p
+                .cmdline
+                .as_ref()
+                .map(|c| c.iter().skip(1).map(OsText::to_string_lossy).collect());
+            matches!(line.as_deref(), Some([a, b]) if a == "-d" && b == "-M")
+                || matches!(line.as_deref(), Some([a]) if a == "-dM")
+        })
+    })
+}
+
 fn arb_facts() -> impl Strategy<Value = AttestFacts> {
     let pid = prop_oneof![Just(LEARNER), Just(COLLECTOR), 1_i64..6];
     let clients = prop::collection::vec(pid, 0..4);
@@ -302,9 +329,10 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
         0_u32..2,
         any::<bool>(),
         any::<bool>(),
+        prop::sample::select(DAEMONS.to_vec()),
     )
         .prop_map(
-            |(servers, learner_uid, collector_uid, learner_alive, dir_ok)| {
+            |(servers, learner_uid, collector_uid, learner_alive, dir_ok, daemon)| {
                 let mut unique: Vec<ServerFacts> = Vec::new();
                 for (pid, uid, clients) in servers {
                     if unique.iter().all(|s| s.pid != 4000 + pid) {
@@ -316,6 +344,11 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
                 facts.collector = client(COLLECTOR, collector_uid, None);
                 if !learner_alive {
                     facts.learner.state = Some("Z (zombie)".to_owned());
+                }
+                if let Some(args) = daemon {
+                    let (pid_file, search) = crate::attest_deployed::daemon(args);
+                    facts.pid_file = Some(pid_file);
+                    facts.daemon_process = Some(search);
                 }
                 facts
             },
@@ -338,16 +371,21 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn attested_implies_both_listed_under_one_server_of_their_uid(facts in arb_facts()) {
+    fn attested_implies_both_listed_under_one_server_of_their_uid_or_root_multiuser(facts in arb_facts()) {
         let attestation = attest(&facts);
         if attestation.attested {
             let server = attestation.server_pid.unwrap();
             let facts_of = facts.servers.iter().find(|s| s.pid == server).unwrap();
             prop_assert!(listed(facts_of, LEARNER) && listed(facts_of, COLLECTOR));
             let uid = |line: &Option<String>| line.as_deref().and_then(|l| l.split('\t').nth(1)).map(str::to_owned);
-            prop_assert_eq!(uid(&facts_of.process.status_uid), uid(&facts.learner.status_uid));
-            prop_assert_eq!(uid(&facts_of.process.status_uid), uid(&facts.collector.status_uid));
-            prop_assert_eq!(attestation.server_uid, attestation.learner.uid);
+            let theirs = uid(&facts_of.process.status_uid);
+            prop_assert!(theirs.is_some());
+            // Of their UID, or root in proven multi-user mode (issue 20).
+            let root_multiuser = theirs.as_deref() == Some("0") && proven_multiuser(&facts);
+            for client in [&facts.learner, &facts.collector] {
+                prop_assert!(theirs == uid(&client.status_uid) || root_multiuser);
+            }
+            prop_assert!(attestation.server_uid == attestation.learner.uid || root_multiuser);
             prop_assert!(attestation.error_lines().is_empty());
         } else {
             prop_assert!(!attestation.error_lines().is_empty());

@@ -12,6 +12,7 @@
 )]
 
 mod attest;
+mod attest_deployed;
 mod changes;
 mod details;
 mod fixtures;

@@ -89,10 +89,16 @@ pub fn observe_attest_with(runner: &dyn Runner, options: &AttestOptions) -> Atte
     let mut rounds = 0_u32;
     // The daemon is long-lived: its pid file and process (multi-user mode) are read once.
     let daemon = observe_daemon(options, started + options.timeout);
+    // Each process's start time, pinned at the first round that read it (issue 21 part 2).
+    let (mut learner_start, mut collector_start) = (None, None);
     loop {
         rounds = rounds.saturating_add(1);
         let mut facts = round(runner, options, end);
         (facts.pid_file, facts.daemon_process) = (Some(daemon.0.clone()), Some(daemon.1.clone()));
+        learner_start = learner_start.or(facts.learner.start_time);
+        collector_start = collector_start.or(facts.collector.start_time);
+        facts.learner.first_start_time = learner_start;
+        facts.collector.first_start_time = collector_start;
         facts.rounds = rounds;
         facts.elapsed_ms = millis(started.elapsed());
         let now = Instant::now();

@@ -14,6 +14,8 @@ use sharing_policy::{
 
 /// The most bytes of `/proc/<pid>/status` read (the `Uid:` line is near the top).
 const STATUS_CAP: u64 = 8 * 1024;
+/// The most bytes of `/proc/<pid>/stat` read (one line, about 300 bytes).
+const STAT_CAP: u64 = 4 * 1024;
 /// The most bytes of `/proc/<pid>/comm` read (the kernel keeps 15 plus a newline).
 const COMM_CAP: u64 = 64;
 /// The most bytes of `/proc/<pid>/cmdline` read.
@@ -83,10 +85,25 @@ pub fn observe_process(root: &Path, pid: i64, daemon_details: bool) -> ProcessFa
     process
 }
 
-/// `root/<pid>` of a process that should be an MPS client (`attest`): whether its entry exists,
-/// the `State:` and `Uid:` lines of `status`, and the [`CLIENT_ENVIRON_VARS`] of `environ`.
+/// `root/<pid>` of a process that should be an MPS client (`attest`): its start time (field 22
+/// of `stat`), whether its entry exists, the `State:` and `Uid:` lines of `status`, and the
+/// [`CLIENT_ENVIRON_VARS`] of `environ`.
 pub fn observe_client(root: &Path, pid: i64) -> ClientFacts {
     let mut client = ClientFacts::new(pid);
+    // The start time first: with the PID it is the process's identity (issue 21 part 2).
+    match read_capped(root, pid, "stat", STAT_CAP) {
+        Ok(stat) => {
+            client.start_time = sharing_policy::stat_start_time(&String::from_utf8_lossy(&stat));
+            if client.start_time.is_none() {
+                client
+                    .errors
+                    .insert("stat".to_owned(), "no start time in field 22".to_owned());
+            }
+        }
+        Err(error) => {
+            client.errors.insert("stat".to_owned(), error);
+        }
+    }
     client.exists = match std::fs::symlink_metadata(root.join(pid.to_string())) {
         Ok(_) => Some(true),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(false),

@@ -25,7 +25,7 @@ use assess::{Unmet, Wanted};
 pub use attest::{
     ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS, ClientFacts,
     LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, attest, distinct_pids,
-    parse_client_list, same_process,
+    parse_client_list, same_process, stat_start_time,
 };
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin};

@@ -68,3 +68,78 @@ fn the_same_pid_twice_is_a_usage_error_in_attest_doctor_and_replay() {
         replay.stderr
     );
 }
+
+/// The swap, inside a PID namespace of this test's own: the learner is observed (not yet a
+/// client), exits, and a new process is given its PID through `ns_last_pid`; the daemon then
+/// lists that PID. `attest --wait-ms` must not attest the newcomer.
+const SWAP: &str = r#"
+S="$STATE"
+"$SLEEP" 60 & L=$!
+"$SLEEP" 60 & C=$!
+"$SLEEP" 60 & SV=$!
+echo "$SV" > "$S/servers"
+"$BIN" attest --learner-pid "$L" --collector-pid "$C" --wait-ms 15000 > "$S/out" 2> "$S/err" &
+A=$!
+"$SLEEP" 0.3
+kill "$L"; wait "$L"
+N=0
+for try in 1 2 3 4 5 6 7 8 9 10; do
+  echo $((L - 1)) > /proc/sys/kernel/ns_last_pid
+  "$SLEEP" 60 & N=$!
+  [ "$N" = "$L" ] && break
+  kill "$N"; wait "$N"
+done
+echo "$N" > "$S/newcomer"
+printf '%s\n%s\n' "$L" "$C" > "$S/clients.$SV"
+wait "$A"; echo $? > "$S/rc"
+kill "$C" "$SV" "$N" 2>/dev/null
+exit 0
+"#;
+
+#[test]
+fn a_pid_reused_during_the_wait_is_not_attested() {
+    let unshare = std::process::Command::new(crate::support::system_program("unshare"))
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .status();
+    if !unshare.is_ok_and(|status| status.success()) {
+        eprintln!("skipping: `unshare --pid --fork --mount-proc` needs root");
+        return;
+    }
+    let fake = Attest::new();
+    let template = fake.host.command(&[] as &[&str]);
+    let mut command = std::process::Command::new(crate::support::system_program("unshare"));
+    command
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(crate::support::system_program("sh"))
+        .args(["-c", SWAP])
+        .env_clear()
+        .envs(
+            template
+                .get_envs()
+                .filter_map(|(key, value)| Some((key, value?))),
+        )
+        .env("STATE", &fake.state)
+        .env("BIN", crate::support::BIN)
+        .env("SLEEP", crate::support::system_program("sleep"))
+        .stdin(std::process::Stdio::null());
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let read = |name: &str| fs::read_to_string(fake.state.join(name)).unwrap_or_default();
+    let learner = read(&format!("clients.{}", read("servers").trim()))
+        .lines()
+        .next()
+        .map(str::to_owned);
+    assert_eq!(
+        read("newcomer").trim(),
+        learner.as_deref().unwrap_or("?"),
+        "the namespace gave the newcomer the learner's PID"
+    );
+    let (out, err) = (read("out"), read("err"));
+    assert_eq!(read("rc").trim(), "1", "stdout {out}\nstderr {err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.starts_with("error: not-running: "), "{err}");
+    assert!(
+        err.contains("now names another process: start time"),
+        "{err}"
+    );
+}

@@ -10,6 +10,27 @@ use crate::{CallerFacts, DaemonSearch, OsText, PidFileFacts, ProcessFacts, Query
 /// The attestation snapshot schema.
 pub const ATTEST_SCHEMA: &str = "mps-preflight/attest-facts/v1";
 
+/// Field 22 of a `/proc/<pid>/stat` line (`starttime`): counted after the last `)`, since the
+/// command name in parentheses may hold spaces and parentheses. `None` when it does not parse.
+///
+/// ```
+/// use sharing_policy::stat_start_time;
+///
+/// let stat = "4267 (py (x) 3) S 1 4267 4267 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3";
+/// assert_eq!(stat_start_time(stat), Some(987_654));
+/// assert_eq!(stat_start_time("4267 (python3) S 1"), None);
+/// ```
+pub fn stat_start_time(stat: &str) -> Option<u64> {
+    let (_, after) = stat.rsplit_once(')')?;
+    // After the name: field 3 (state) is the first; field 22 is the twentieth.
+    let field = after.split_ascii_whitespace().nth(19)?;
+    if field.bytes().all(|b| b.is_ascii_digit()) {
+        field.parse().ok()
+    } else {
+        None
+    }
+}
+
 /// The variables of a client's `/proc/<pid>/environ` that are recorded (raw): the pipe
 /// directory its CUDA connects through, and its GPU mask.
 pub const CLIENT_ENVIRON_VARS: [&str; 2] = ["CUDA_MPS_PIPE_DIRECTORY", "CUDA_VISIBLE_DEVICES"];
@@ -85,9 +106,17 @@ pub struct ClientFacts {
     /// The [`CLIENT_ENVIRON_VARS`] its `/proc/<pid>/environ` sets (an absent key is unset;
     /// `None` when the file could not be read: another user's, without root).
     pub environ: Option<BTreeMap<String, OsText>>,
-    /// The OS error of each file that could not be read (`entry`, `status`, `environ`).
+    /// The OS error of each file that could not be read (`entry`, `status`, `environ`, `stat`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
+    /// Its start time: field 22 of `/proc/<pid>/stat` (clock ticks after boot), read in this
+    /// round (issue 21 part 2; absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
+    /// The start time pinned at the first observation that read one (`--wait-ms` rounds): a
+    /// later round that reads another start time saw another process that reused the PID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_start_time: Option<u64>,
 }
 
 impl ClientFacts {
@@ -100,6 +129,8 @@ impl ClientFacts {
             status_uid: None,
             environ: None,
             errors: BTreeMap::new(),
+            start_time: None,
+            first_start_time: None,
         }
     }
 }

@@ -29,16 +29,7 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
         AttestCode::Attached => format!("{who} is attached to MPS server {server}"),
         AttestCode::NotRunning => format!(
             "{who} is not running{}: it exited or was never started with this PID; read its log, start it again, then attest its new PID",
-            if subject
-                .client
-                .state
-                .as_deref()
-                .is_some_and(|s| s.starts_with('Z'))
-            {
-                " (it has exited and waits to be reaped)"
-            } else {
-                ""
-            }
+            not_running_detail(subject.client)
         ),
         AttestCode::ProcessUnobservable => format!(
             "whether {who} runs cannot be told: {}; run attest in the job's PID namespace (not in another container) and where /proc is not mounted with hidepid",
@@ -78,6 +69,20 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
         AttestCode::AnswerUnrecognized => format!(
             "{who} is unproven, not attested: the control daemon on {dir} answered in a format this version does not recognise ({detail}); keep the answer (`attest --save-snapshot FILE`) and report it with the driver version"
         ),
+    }
+}
+
+/// Why a process counts as not running: a zombie, or its PID reused by another process.
+fn not_running_detail(client: &ClientFacts) -> String {
+    match (client.first_start_time, client.start_time) {
+        (Some(first), Some(now)) if first != now => format!(
+            " (it has exited, and PID {} now names another process: start time {now}, not the {first} first observed)",
+            client.pid
+        ),
+        _ if client.state.as_deref().is_some_and(|s| s.starts_with('Z')) => {
+            " (it has exited and waits to be reaped)".to_owned()
+        }
+        _ => String::new(),
     }
 }
 

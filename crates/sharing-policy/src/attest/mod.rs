@@ -12,6 +12,7 @@ use answers::Unproven;
 pub use answers::parse_client_list;
 pub use facts::{
     ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, ClientFacts, PipeDirectorySource, ServerFacts,
+    stat_start_time,
 };
 
 use crate::served::{self, effective_uid};
@@ -130,6 +131,10 @@ pub struct ProcessAttestation {
     pub environ_read: bool,
     /// Why it is not attached and what to do (null when attached).
     pub message: Option<String>,
+    /// Its start time pinned at the first observation (field 22 of `/proc/<pid>/stat`, clock
+    /// ticks after boot): with the PID, the process's identity (null: not read).
+    #[serde(default)]
+    pub start_time: Option<u64>,
 }
 
 /// The attestation: written on stdout and under `cuda_process_sharing.attestation`.
@@ -400,6 +405,7 @@ impl Context<'_> {
             cuda_visible_devices: env("CUDA_VISIBLE_DEVICES"),
             environ_read: client.environ.is_some(),
             message: None,
+            start_time: client.first_start_time.or(client.start_time),
         };
         let (code, cause) = self.decide(client, seen, other, &mut verdict);
         verdict.code = code;
@@ -478,8 +484,19 @@ impl Context<'_> {
     }
 }
 
-/// `not-running` or `process-unobservable`, or `None` when the process runs.
+/// `not-running` or `process-unobservable`, or `None` when the process runs. A PID whose start
+/// time changed since it was pinned names another process: the one first observed has exited
+/// (issue 21 part 2). One whose start time can no longer be read is unproven.
 fn liveness(client: &ClientFacts) -> Option<AttestCode> {
+    if let Some(pinned) = client.first_start_time
+        && client.exists != Some(false)
+    {
+        match client.start_time {
+            Some(now) if now != pinned => return Some(AttestCode::NotRunning),
+            Some(_) => {}
+            None => return Some(AttestCode::ProcessUnobservable),
+        }
+    }
     match (client.exists, client.state.as_deref()) {
         (Some(false), _) => Some(AttestCode::NotRunning),
         (_, Some(state)) if state.starts_with(['Z', 'X']) => Some(AttestCode::NotRunning),

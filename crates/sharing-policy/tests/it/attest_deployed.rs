@@ -84,3 +84,63 @@ fn a_root_server_serves_every_user_only_in_proven_multi_user_mode() {
     assert!(attest(&facts).attested);
     let _ = (LEARNER, COLLECTOR);
 }
+
+/// Issue 21 part 2: a PID whose start time changed since the first round names another
+/// process (the learner exited, an unrelated client got its number): never attested.
+#[test]
+fn a_reused_pid_is_not_running() {
+    let mut facts = healthy();
+    facts.learner.first_start_time = Some(1000);
+    facts.learner.start_time = Some(1000);
+    facts.collector.start_time = Some(1200);
+    let attestation = attest(&facts);
+    assert!(attestation.attested);
+    assert_eq!(attestation.learner.start_time, Some(1000));
+    assert_eq!(attestation.collector.start_time, Some(1200));
+
+    facts.learner.start_time = Some(1450);
+    let attestation = attest(&facts);
+    assert!(!attestation.attested);
+    assert_eq!(attestation.learner.code, AttestCode::NotRunning);
+    assert_eq!(attestation.learner.start_time, Some(1000), "the pinned one");
+    let message = attestation.learner.message.unwrap();
+    assert!(
+        message.contains("now names another process: start time 1450, not the 1000"),
+        "{message}"
+    );
+    assert!(
+        !attest(&facts).worth_waiting(),
+        "a reused PID ends the wait"
+    );
+
+    // Pinned, then unreadable: the identity is unproven.
+    facts.learner.start_time = None;
+    assert_eq!(attest(&facts).learner.code, AttestCode::ProcessUnobservable);
+    // Gone: not running, whatever was pinned.
+    facts.learner.exists = Some(false);
+    assert_eq!(attest(&facts).learner.code, AttestCode::NotRunning);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Attested implies each process's start time is the one pinned at the first round.
+    #[test]
+    fn attested_implies_the_pinned_identity(
+        first in proptest::option::of(0_u64..3),
+        now in proptest::option::of(0_u64..3),
+        exists in proptest::option::of(proptest::bool::ANY),
+    ) {
+        let mut facts = healthy();
+        facts.collector.first_start_time = first;
+        facts.collector.start_time = now;
+        if let Some(exists) = exists {
+            facts.collector.exists = Some(exists);
+        }
+        let attestation = attest(&facts);
+        if attestation.attested {
+            proptest::prop_assert!(first.is_none() || first == now);
+            proptest::prop_assert_ne!(facts.collector.exists, Some(false));
+        }
+    }
+}

@@ -151,6 +151,7 @@ fn round(runner: &dyn Runner, options: &AttestOptions, end: Instant) -> AttestFa
         host_name: None,
         pid_file: None,
         daemon_process: None,
+        observer_pid_namespace: crate::procfs::read_pid_namespace(root, "self").ok(),
     }
 }
 

@@ -3,6 +3,7 @@ processes started here with `subprocess.Popen`, as a launcher starts the learner
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import threading
@@ -33,8 +34,14 @@ def processes(host: FakeHost) -> Iterator[list[subprocess.Popen[bytes]]]:
     env = {"CUDA_MPS_PIPE_DIRECTORY": str(host.pipe)}
     started = [
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
-        for _ in range(3)
+        for _ in range(2)
     ]
+    # The server must look like one to /proc (comm `nvidia-cuda-mps`, argv[0]
+    # `nvidia-cuda-mps-server`): a copy of `sleep` under the server's name.
+    server = host.root / "srv" / "nvidia-cuda-mps-server"
+    server.parent.mkdir()
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", server)
+    started.append(subprocess.Popen([str(server), "60"], env=env))
     state = host.root / "state"
     state.mkdir()
     host.script("nvidia-cuda-mps-control", FAKE_DAEMON.format(state=state))

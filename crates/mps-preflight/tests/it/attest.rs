@@ -48,13 +48,40 @@ impl Attest {
     /// A real process (`sleep`), its CUDA pointed at this host's pipe directory; `as_nobody`
     /// runs it as UID 65534 through `setpriv`.
     pub(crate) fn process(&mut self, as_nobody: bool) -> u32 {
+        self.start(system_program("sleep"), as_nobody)
+    }
+
+    /// A real process that looks like an MPS server to `/proc` (issue 20): a copy of `sleep`
+    /// named `nvidia-cuda-mps-server`, so its comm is `nvidia-cuda-mps` and its argv[0] the
+    /// server program's name, as the daemon's `execlp` leaves them.
+    pub(crate) fn server(&mut self, as_nobody: bool) -> u32 {
+        let program = self.server_program();
+        self.start(program, as_nobody)
+    }
+
+    /// The copy of `sleep` named like the server (world-executable, for `nobody` too).
+    pub(crate) fn server_program(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = self.host.root().join("srv");
+        let program = dir.join("nvidia-cuda-mps-server");
+        if !program.exists() {
+            fs::create_dir_all(&dir).unwrap();
+            fs::copy(system_program("sleep"), &program).unwrap();
+            for path in [self.host.root(), dir.as_path(), program.as_path()] {
+                fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        program
+    }
+
+    fn start(&mut self, program: PathBuf, as_nobody: bool) -> u32 {
         let mut command = if as_nobody {
             let mut command = Command::new(system_program("setpriv"));
             command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-            command.arg(system_program("sleep"));
+            command.arg(program);
             command
         } else {
-            Command::new(system_program("sleep"))
+            Command::new(program)
         };
         command
             .arg("60")
@@ -152,11 +179,8 @@ pub(crate) fn codes(run: &Run) -> Vec<String> {
 #[test]
 fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
     // The probe's validated evidence first, through a daemon that answers the probe.
     fake.host.socket().one_gpu();
     let saved = fs::read(fake.host.root().join("bin/nvidia-cuda-mps-control")).unwrap();
@@ -212,7 +236,7 @@ fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
 fn a_second_server_and_a_format_change_are_not_attested() {
     let mut fake = Attest::new();
     let (learner, collector) = (fake.process(false), fake.process(false));
-    let (first, second) = (fake.process(false), fake.process(false));
+    let (first, second) = (fake.server(false), fake.server(false));
     fake.servers(&[first, second]);
     fake.clients(first, &lines(&[learner]));
     fake.clients(second, &lines(&[collector]));
@@ -250,7 +274,7 @@ fn a_server_of_another_uid() {
     }
     let mut fake = Attest::new();
     let (learner, collector, server) =
-        (fake.process(false), fake.process(false), fake.process(true));
+        (fake.process(false), fake.process(false), fake.server(true));
     fake.servers(&[server]);
     fake.clients(server, "");
     // `setpriv` execs `sleep`: the server's PID is the one spawned, running as 65534.
@@ -277,11 +301,8 @@ fn a_server_of_another_uid() {
 #[test]
 fn wait_succeeds_when_the_clients_attach_after_a_delay() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
     let state = fake.state.clone();
     let attach = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(400));
@@ -334,11 +355,8 @@ fn wait_fails_at_its_deadline_and_leaves_no_process_behind() {
 #[test]
 fn a_process_that_exits_mid_poll_ends_the_wait() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
     fake.servers(&[server]);
     fake.clients(server, &lines(&[learner]));
     let started = Instant::now();
@@ -392,11 +410,8 @@ fn a_hung_daemon_is_no_answer_within_the_deadline() {
 #[test]
 fn a_saved_snapshot_replays_to_the_same_verdict() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
     fake.servers(&[server]);
     fake.clients(server, &lines(&[learner, collector]));
     let saved = fake.host.root().join("attest.json");

@@ -11,11 +11,8 @@ use crate::support::MPS_REQUEST;
 #[test]
 fn the_same_pid_twice_is_a_usage_error_in_attest_doctor_and_replay() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = (
-        fake.process(false),
-        fake.process(false),
-        fake.process(false),
-    );
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
     fake.servers(&[server]);
     fake.clients(server, &lines(&[learner, collector]));
     // Listed as a client: today's false "attested" for `$!` captured twice.
@@ -76,7 +73,7 @@ const SWAP: &str = r#"
 S="$STATE"
 "$SLEEP" 60 & L=$!
 "$SLEEP" 60 & C=$!
-"$SLEEP" 60 & SV=$!
+"$SERVER" 60 & SV=$!
 echo "$SV" > "$S/servers"
 "$BIN" attest --learner-pid "$L" --collector-pid "$C" --wait-ms 15000 > "$S/out" 2> "$S/err" &
 A=$!
@@ -121,6 +118,7 @@ fn a_pid_reused_during_the_wait_is_not_attested() {
         .env("STATE", &fake.state)
         .env("BIN", crate::support::BIN)
         .env("SLEEP", crate::support::system_program("sleep"))
+        .env("SERVER", fake.server_program())
         .stdin(std::process::Stdio::null());
     let output = command.output().unwrap();
     assert!(output.status.success(), "{output:?}");

@@ -87,6 +87,10 @@ pub struct AttestFacts {
     /// older snapshots: multi-user mode unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daemon_process: Option<DaemonSearch>,
+    /// `readlink /proc/self/ns/pid` of the attesting process, raw: its PID namespace (issue 20;
+    /// absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer_pid_namespace: Option<String>,
 }
 
 /// A process that should be an MPS client, as `/proc/<pid>` showed it, raw.
@@ -117,6 +121,12 @@ pub struct ClientFacts {
     /// later round that reads another start time saw another process that reused the PID.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_start_time: Option<u64>,
+    /// `readlink /proc/<pid>/ns/pid`, raw (issue 20; absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_namespace: Option<String>,
+    /// The text after `NSpid:` in `/proc/<pid>/status`, raw (absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nspid: Option<String>,
 }
 
 impl ClientFacts {
@@ -131,6 +141,8 @@ impl ClientFacts {
             errors: BTreeMap::new(),
             start_time: None,
             first_start_time: None,
+            pid_namespace: None,
+            nspid: None,
         }
     }
 }

@@ -3,7 +3,8 @@
 use crate::text::repr;
 
 use super::{
-    AttestCode, AttestFacts, ClientFacts, LikelyCause, ProcessAttestation, Role, server_uid,
+    AttestCode, AttestFacts, ClientFacts, LikelyCause, ProcessAttestation, Role, server_problem,
+    server_uid,
 };
 
 /// Everything a message may name.
@@ -49,6 +50,17 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
             verdict
                 .uid
                 .map_or_else(|| "?".to_owned(), |u| u.to_string()),
+        ),
+        AttestCode::UidUnproven
+            if verdict.uid.is_some() && server_problem(subject.facts, server).is_some() =>
+        {
+            format!(
+                "{who} is listed by MPS server {server}, but that server's owner is unproven: {}; run attest in the control daemon's PID namespace (the host, or a hostPID pod)",
+                server_problem(subject.facts, server).unwrap_or_default()
+            )
+        }
+        AttestCode::PidNamespaceDiffers => format!(
+            "{who} cannot be matched with the control daemon's clients: {detail}. The daemon lists PIDs as its own PID namespace sees them: run attest in the daemon's PID namespace (the host, or a hostPID pod) with the processes' PIDs there; the job itself need not be restarted"
         ),
         AttestCode::UidUnproven => format!(
             "{who} is listed by MPS server {server}, but {} could not be read ({}): run attest as root or as the job's user",

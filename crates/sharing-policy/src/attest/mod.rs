@@ -5,6 +5,7 @@
 mod answers;
 mod facts;
 mod message;
+pub(crate) mod namespace;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,11 +44,15 @@ pub enum AttestCode {
     DaemonDidNotAnswer,
     /// The daemon answered in a format this version does not recognise: unproven.
     AnswerUnrecognized,
+    /// It runs in another PID namespace than the control daemon, and its PID as the daemon
+    /// sees it cannot be told from the attester's namespace (or the daemon lists a client it
+    /// cannot see, as PID 0).
+    PidNamespaceDiffers,
 }
 
 impl AttestCode {
     /// Every code, in the order the decision checks them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Attached,
         Self::NotRunning,
         Self::ProcessUnobservable,
@@ -57,6 +62,7 @@ impl AttestCode {
         Self::UidUnproven,
         Self::DaemonDidNotAnswer,
         Self::AnswerUnrecognized,
+        Self::PidNamespaceDiffers,
     ];
 
     /// The stable kebab-case spelling.
@@ -71,6 +77,7 @@ impl AttestCode {
             Self::UidUnproven => "uid-unproven",
             Self::DaemonDidNotAnswer => "daemon-did-not-answer",
             Self::AnswerUnrecognized => "answer-unrecognized",
+            Self::PidNamespaceDiffers => "pid-namespace-differs",
         }
     }
 }
@@ -261,9 +268,23 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
             .collect(),
         Err(_) => Vec::new(),
     };
-    let seen = |pid| seen(pid, &servers, &listings);
-    let (learner_seen, collector_seen) = (seen(facts.learner.pid), seen(facts.collector.pid));
     let daemon = served::identify_in(facts.daemon_process.as_ref(), facts.pid_file.as_ref(), dir);
+    let daemon_namespace = match &daemon {
+        served::DaemonProcess::Found(process) => process.pid_namespace.as_deref(),
+        served::DaemonProcess::Unknown(_) => None,
+    };
+    let seen = |client: &ClientFacts| match namespace::in_daemon_namespace(
+        client,
+        daemon_namespace,
+        facts.observer_pid_namespace.as_deref(),
+    ) {
+        Ok(pid) => seen(pid, &servers, &listings),
+        Err(detail) => Seen::Unknown(Unproven {
+            code: AttestCode::PidNamespaceDiffers,
+            detail,
+        }),
+    };
+    let (learner_seen, collector_seen) = (seen(&facts.learner), seen(&facts.collector));
     let context = Context {
         facts,
         servers: servers.as_deref().unwrap_or_default(),
@@ -335,6 +356,18 @@ fn seen(
             .find_map(|(_, clients)| clients.as_ref().err())
         {
             Some(unproven) => Seen::Unknown(unproven.clone()),
+            // The daemon logs a client it cannot see (another PID namespace) as PID 0.
+            None if listings
+                .iter()
+                .any(|(_, clients)| clients.as_ref().is_ok_and(|c| c.contains(&0))) =>
+            {
+                Seen::Unknown(Unproven {
+                    code: AttestCode::PidNamespaceDiffers,
+                    detail: format!(
+                        "PID {pid} is not listed, and the daemon lists a client as PID 0: a client in a PID namespace the daemon cannot see"
+                    ),
+                })
+            }
             None => Seen::NotListed,
         },
         many => Seen::Unknown(Unproven {
@@ -347,10 +380,20 @@ fn seen(
     }
 }
 
-/// The effective UID of a listed server, from its recorded process.
+/// The effective UID of a listed server, from its recorded process, when that process is
+/// proven to be an MPS server (comm and argv[0], where read).
 fn server_uid(facts: &AttestFacts, server: i64) -> Option<u32> {
     let process = &facts.servers.iter().find(|s| s.pid == server)?.process;
+    if namespace::not_a_server(process).is_some() {
+        return None;
+    }
     effective_uid(process.status_uid.as_deref()?)
+}
+
+/// Why a listed server's recorded process is not an MPS server, if it is not.
+fn server_problem(facts: &AttestFacts, server: i64) -> Option<String> {
+    let process = &facts.servers.iter().find(|s| s.pid == server)?.process;
+    namespace::not_a_server(process)
 }
 
 /// A client's effective UID.

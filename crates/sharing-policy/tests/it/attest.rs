@@ -95,6 +95,7 @@ pub(crate) fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
         host_name: None,
         pid_file: None,
         daemon_process: None,
+        observer_pid_namespace: None,
     }
 }
 
@@ -156,6 +157,27 @@ fn scenarios() -> Vec<(&'static str, AttestFacts)> {
         stderr: CapturedText::default(),
     };
     out.push(("daemon-did-not-answer timeout", hung));
+    out.push((
+        "pid-namespace-differs client pid 0",
+        with_servers(vec![server(4428, 1000, "0\n4281\n")]),
+    ));
+    // The attester in a pod, the daemon on the host (hostPID), the job in the pod.
+    let mut pod = healthy();
+    let (pid_file, mut search) = crate::attest_deployed::daemon(&["-d"]);
+    search.processes[0].pid_namespace = Some("pid:[4026531836]".to_owned());
+    (pod.pid_file, pod.daemon_process) = (Some(pid_file), Some(search));
+    pod.observer_pid_namespace = Some("pid:[4026532999]".to_owned());
+    for (client, own) in [(&mut pod.learner, "6"), (&mut pod.collector, "7")] {
+        client.pid_namespace = Some("pid:[4026532999]".to_owned());
+        client.nspid = Some(own.to_owned());
+    }
+    out.push(("pid-namespace-differs attester in a pod", pod));
+    let mut not_a_server = healthy();
+    not_a_server.servers[0].process.comm = Some("bash".to_owned());
+    out.push((
+        "uid-unproven listed server is not an MPS server",
+        not_a_server,
+    ));
     out.push((
         "answer-unrecognized",
         with_servers(vec![server(4428, 1000, "PID 4267 ctx 0\nPID 4281 ctx 1\n")]),
@@ -229,7 +251,7 @@ fn client_lists_are_parsed_strictly() {
         ("Server 4428 not found\n", Some(vec![])),
         ("Server 4428 not found", Some(vec![])),
         ("Server 4429 not found\n", None),
-        ("0\n", None),
+        ("0\n", Some(vec![0])),
         ("-4267\n", None),
         ("+4267\n", None),
         ("4267,4281\n", None),

@@ -273,12 +273,23 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         served::DaemonProcess::Found(process) => process.pid_namespace.as_deref(),
         served::DaemonProcess::Unknown(_) => None,
     };
+    // The daemon answered, but its pid file's PID is not running here (issue 20 part 2).
+    let split = servers
+        .is_ok()
+        .then(|| namespace::pid_file_split(facts.pid_file.as_ref()))
+        .flatten();
     let seen = |client: &ClientFacts| match namespace::in_daemon_namespace(
         client,
         daemon_namespace,
         facts.observer_pid_namespace.as_deref(),
     ) {
-        Ok(pid) => seen(pid, &servers, &listings),
+        Ok(pid) => match (seen(pid, &servers, &listings), &split) {
+            (Seen::NotListed, Some(detail)) => Seen::Unknown(Unproven {
+                code: AttestCode::PidNamespaceDiffers,
+                detail: format!("PID {pid} is not listed, and {detail}"),
+            }),
+            (seen, _) => seen,
+        },
         Err(detail) => Seen::Unknown(Unproven {
             code: AttestCode::PidNamespaceDiffers,
             detail,

@@ -2,7 +2,7 @@
 //! (NVIDIA's docs, for `ps` and `terminate_client`; shared notes gpu-truth.md §2, §10 items 2
 //! and 3), while `attest` is given PIDs of its own namespace and reads its own `/proc`.
 
-use crate::{ClientFacts, ProcessFacts};
+use crate::{ClientFacts, PidFileFacts, ProcessFacts};
 
 /// The comm of every MPS process (15 bytes of `nvidia-cuda-mps-server` and of the control).
 const MPS_COMM: &str = "nvidia-cuda-mps";
@@ -74,6 +74,22 @@ pub(super) fn in_daemon_namespace(
     ))
 }
 
+/// Why the daemon looks like it runs in another PID namespace than the attester, when its
+/// pid file shows it: the daemon answered (the caller checks), yet the PID its pid file names
+/// (550+ write it at start) is not running here. A process that is not listed is then
+/// `pid-namespace-differs`, not `not-a-client`.
+pub(super) fn pid_file_split(pid_file: Option<&PidFileFacts>) -> Option<String> {
+    let facts = pid_file?;
+    let contents = facts.contents.as_ref()?;
+    if facts.pid_alive != Some(false) || contents.truncated || contents.non_utf8 {
+        return None;
+    }
+    let pid = crate::parse_pid(&contents.text)?;
+    Some(format!(
+        "the control daemon answers, but its pid file names PID {pid}, which is not running in this PID namespace: the daemon runs in another one"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +126,22 @@ mod tests {
             in_daemon_namespace(&ClientFacts::new(6), Some(host), Some(pod)),
             Ok(6)
         );
+    }
+
+    #[test]
+    fn a_pid_file_naming_no_process_here_shows_the_split() {
+        let facts = |alive: Option<bool>, text: &str| PidFileFacts {
+            path: crate::OsText::from("/tmp/nvidia-mps/nvidia-cuda-mps-control.pid"),
+            contents: Some(crate::CapturedText::from_bytes(text.as_bytes(), false)),
+            error: None,
+            pid_alive: alive,
+            process_name: None,
+        };
+        assert!(pid_file_split(Some(&facts(Some(false), "2718"))).is_some());
+        assert_eq!(pid_file_split(Some(&facts(Some(true), "2718"))), None);
+        assert_eq!(pid_file_split(Some(&facts(None, "2718"))), None);
+        assert_eq!(pid_file_split(Some(&facts(Some(false), "x"))), None);
+        assert_eq!(pid_file_split(None), None);
     }
 
     #[test]

@@ -344,7 +344,8 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
         4 => clients.prop_map(|pids| pids.iter().fold(String::new(), |all, p| all + &p.to_string() + "\n")),
         1 => Just("garbage\n".to_owned()),
     ];
-    let one_server = (1_i64..4, 0_u32..2, answer);
+    let comm = prop::sample::select(vec![None, Some("nvidia-cuda-mps"), Some("bash")]);
+    let one_server = (1_i64..4, 0_u32..2, answer, comm);
     (
         prop::collection::vec(one_server, 0..4),
         0_u32..2,
@@ -352,13 +353,16 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
         any::<bool>(),
         any::<bool>(),
         prop::sample::select(DAEMONS.to_vec()),
+        0_u8..5,
     )
         .prop_map(
-            |(servers, learner_uid, collector_uid, learner_alive, dir_ok, daemon)| {
+            |(servers, learner_uid, collector_uid, learner_alive, dir_ok, daemon, layout)| {
                 let mut unique: Vec<ServerFacts> = Vec::new();
-                for (pid, uid, clients) in servers {
+                for (pid, uid, clients, comm) in servers {
                     if unique.iter().all(|s| s.pid != 4000 + pid) {
-                        unique.push(server(4000 + pid, uid, &clients));
+                        let mut one = server(4000 + pid, uid, &clients);
+                        one.process.comm = comm.map(str::to_owned);
+                        unique.push(one);
                     }
                 }
                 let mut facts = with_servers(unique);
@@ -372,9 +376,50 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
                     facts.pid_file = Some(pid_file);
                     facts.daemon_process = Some(search);
                 }
+                set_layout(&mut facts, layout);
                 facts
             },
         )
+}
+
+const HOST_NS: &str = "pid:[4026531836]";
+const POD_NS: &str = "pid:[4026532999]";
+
+/// The PID namespaces of the attester, the daemon and both clients (see [`translated`]).
+fn set_layout(facts: &mut AttestFacts, layout: u8) {
+    let (observer, daemon, clients) = match layout {
+        1 => (HOST_NS, HOST_NS, HOST_NS),
+        2 => (HOST_NS, HOST_NS, POD_NS),
+        3 => (HOST_NS, POD_NS, POD_NS),
+        4 => (POD_NS, HOST_NS, POD_NS),
+        _ => return,
+    };
+    facts.observer_pid_namespace = Some(observer.to_owned());
+    if let Some(search) = &mut facts.daemon_process {
+        search.processes[0].pid_namespace = Some(daemon.to_owned());
+    }
+    for (client, inner) in [(&mut facts.learner, 1), (&mut facts.collector, 2)] {
+        client.pid_namespace = Some(clients.to_owned());
+        client.nspid = Some(if clients == observer {
+            client.pid.to_string()
+        } else {
+            format!("{}\t{inner}", client.pid)
+        });
+    }
+}
+
+/// The client's PID in the daemon's namespace, known independently of the policy: `None` where
+/// it cannot be told (the attester in a pod, the daemon on the host).
+fn translated(facts: &AttestFacts, client: &sharing_policy::ClientFacts) -> Option<i64> {
+    let daemon_ns = facts
+        .daemon_process
+        .as_ref()
+        .and_then(|search| search.processes[0].pid_namespace.as_deref());
+    match (facts.observer_pid_namespace.as_deref(), daemon_ns) {
+        (Some(HOST_NS), Some(POD_NS)) => client.nspid.as_deref()?.split('\t').nth(1)?.parse().ok(),
+        (Some(POD_NS), Some(HOST_NS)) => None,
+        _ => Some(client.pid),
+    }
 }
 
 /// Whether `pid` appears among the whitespace-separated tokens of a server's client answer.
@@ -398,7 +443,11 @@ proptest! {
         if attestation.attested {
             let server = attestation.server_pid.unwrap();
             let facts_of = facts.servers.iter().find(|s| s.pid == server).unwrap();
-            prop_assert!(listed(facts_of, LEARNER) && listed(facts_of, COLLECTOR));
+            // Both PIDs, translated into the daemon's namespace, under one proven MPS server.
+            let (learner, collector) = (translated(&facts, &facts.learner), translated(&facts, &facts.collector));
+            prop_assert!(learner.is_some() && collector.is_some());
+            prop_assert!(listed(facts_of, learner.unwrap_or_default()) && listed(facts_of, collector.unwrap_or_default()));
+            prop_assert_ne!(facts_of.process.comm.as_deref(), Some("bash"));
             let uid = |line: &Option<String>| line.as_deref().and_then(|l| l.split('\t').nth(1)).map(str::to_owned);
             let theirs = uid(&facts_of.process.status_uid);
             prop_assert!(theirs.is_some());

@@ -6,6 +6,7 @@ mod answers;
 mod facts;
 mod message;
 pub(crate) mod namespace;
+mod seen;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,7 @@ pub use facts::{
     ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, ClientFacts, PipeDirectorySource, ServerFacts,
     stat_start_time,
 };
+use seen::{Seen, listing, seen};
 
 use crate::served::{self, effective_uid};
 use crate::{DEFAULT_PIPE_DIRECTORY, OsText};
@@ -249,13 +251,6 @@ pub fn distinct_pids(learner: i64, collector: i64) -> Result<(), String> {
     }
 }
 
-/// Where one process was found in the daemon's answers.
-enum Seen {
-    Listed(i64),
-    NotListed,
-    Unknown(Unproven),
-}
-
 /// Judges an attestation snapshot: attested when both PIDs are listed as clients of the same
 /// server PID, whose UID is theirs, by the daemon on the snapshot's pipe directory.
 pub fn attest(facts: &AttestFacts) -> Attestation {
@@ -334,60 +329,6 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         elapsed_ms: facts.elapsed_ms,
         host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
         daemon_multiuser: served::daemon_multiuser(&daemon),
-    }
-}
-
-fn listing(facts: &AttestFacts, server: i64, dir: &[u8]) -> Result<Vec<i64>, Unproven> {
-    match facts.servers.iter().find(|s| s.pid == server) {
-        Some(s) => answers::clients(&s.client_query, server, dir),
-        None => Err(Unproven {
-            code: AttestCode::DaemonDidNotAnswer,
-            detail: format!("the clients of server {server} were not asked"),
-        }),
-    }
-}
-
-fn seen(
-    pid: i64,
-    servers: &Result<Vec<i64>, Unproven>,
-    listings: &[(i64, Result<Vec<i64>, Unproven>)],
-) -> Seen {
-    if let Err(unproven) = servers {
-        return Seen::Unknown(unproven.clone());
-    }
-    let listed: Vec<i64> = listings
-        .iter()
-        .filter(|(_, clients)| clients.as_ref().is_ok_and(|c| c.contains(&pid)))
-        .map(|(server, _)| *server)
-        .collect();
-    match listed.as_slice() {
-        [one] => Seen::Listed(*one),
-        [] => match listings
-            .iter()
-            .find_map(|(_, clients)| clients.as_ref().err())
-        {
-            Some(unproven) => Seen::Unknown(unproven.clone()),
-            // The daemon logs a client it cannot see (another PID namespace) as PID 0.
-            None if listings
-                .iter()
-                .any(|(_, clients)| clients.as_ref().is_ok_and(|c| c.contains(&0))) =>
-            {
-                Seen::Unknown(Unproven {
-                    code: AttestCode::PidNamespaceDiffers,
-                    detail: format!(
-                        "PID {pid} is not listed, and the daemon lists a client as PID 0: a client in a PID namespace the daemon cannot see"
-                    ),
-                })
-            }
-            None => Seen::NotListed,
-        },
-        many => Seen::Unknown(Unproven {
-            code: AttestCode::AnswerUnrecognized,
-            detail: format!(
-                "PID {pid} is listed as a client of {} servers ({many:?})",
-                many.len()
-            ),
-        }),
     }
 }
 

@@ -19,12 +19,13 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The targets of `fuzz/Cargo.toml`, in the order they run.
-const TARGETS: [&str; 5] = [
+const TARGETS: [&str; 6] = [
     "visible_devices",
     "gpu_table",
     "daemon_output",
     "host_facts_json",
     "manifest_merge",
+    "attest_answers",
 ];
 /// Seconds per target when `--seconds` is not given (issue 6: at least 10 minutes each).
 const DEFAULT_SECONDS: u64 = 600;

@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sharing_policy::{
-    ATTEST_SCHEMA, AttestFacts, DAEMON_PROBE, OsText, Pid, PipeDirectorySource, QueryRecord,
-    ServerFacts, client_query, retry::DAEMON_RETRY,
+    ATTEST_SCHEMA, AttestFacts, DAEMON_PROBE, DaemonSearch, EnvFacts, OsText, Pid, PidFileFacts,
+    PipeDirectorySource, QueryRecord, ServerFacts, client_query, retry::DAEMON_RETRY,
 };
 
-use crate::capture::{daemon_query, read_host_name};
-use crate::procfs::{SERVER_CAP, observe_caller, observe_client, observe_process};
+use crate::capture::{DEFAULT_SCAN_LIMIT, daemon_query, read_host_name};
+use crate::fs::observe_pid_file;
+use crate::procfs::{SERVER_CAP, find_daemon, observe_caller, observe_client, observe_process};
 use crate::retried::run_retried;
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Runner};
 
@@ -86,9 +87,18 @@ pub fn observe_attest_with(runner: &dyn Runner, options: &AttestOptions) -> Atte
     let end = wait_until + options.timeout;
     let mut backoff = FIRST_BACKOFF;
     let mut rounds = 0_u32;
+    // The daemon is long-lived: its pid file and process (multi-user mode) are read once.
+    let daemon = observe_daemon(options, started + options.timeout);
+    // Each process's start time, pinned at the first round that read it (issue 21 part 2).
+    let (mut learner_start, mut collector_start) = (None, None);
     loop {
         rounds = rounds.saturating_add(1);
         let mut facts = round(runner, options, end);
+        (facts.pid_file, facts.daemon_process) = (Some(daemon.0.clone()), Some(daemon.1.clone()));
+        learner_start = learner_start.or(facts.learner.start_time);
+        collector_start = collector_start.or(facts.collector.start_time);
+        facts.learner.first_start_time = learner_start;
+        facts.collector.first_start_time = collector_start;
         facts.rounds = rounds;
         facts.elapsed_ms = millis(started.elapsed());
         let now = Instant::now();
@@ -139,7 +149,24 @@ fn round(runner: &dyn Runner, options: &AttestOptions, end: Instant) -> AttestFa
         rounds: 1,
         elapsed_ms: 0,
         host_name: None,
+        pid_file: None,
+        daemon_process: None,
+        observer_pid_namespace: crate::procfs::read_pid_namespace(root, "self").ok(),
     }
+}
+
+/// The pipe directory's pid file and the control daemon's process, found as the preflight
+/// finds them (the pid file, else a `/proc` scan bounded by entries and `deadline`).
+fn observe_daemon(options: &AttestOptions, deadline: Instant) -> (PidFileFacts, DaemonSearch) {
+    let env = EnvFacts {
+        cuda_visible_devices: None,
+        cuda_device_order: None,
+        cuda_mps_pipe_directory: Some(options.pipe_directory.clone()),
+        cuda_mps_log_directory: None,
+    };
+    let pid_file = observe_pid_file(&env);
+    let search = find_daemon(&options.proc_root, &pid_file, DEFAULT_SCAN_LIMIT, deadline);
+    (pid_file, search)
 }
 
 /// `get_client_list <server>`, after the liveness line, asked again while busy.

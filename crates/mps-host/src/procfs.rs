@@ -18,6 +18,8 @@ use sharing_policy::{
 
 /// The most bytes of `/proc/<pid>/status` read (the `Uid:` line is near the top).
 const STATUS_CAP: u64 = 8 * 1024;
+/// The most bytes of `/proc/<pid>/stat` read (one line, about 300 bytes).
+const STAT_CAP: u64 = 4 * 1024;
 /// The most bytes of `/proc/<pid>/comm` read (the kernel keeps 15 plus a newline).
 const COMM_CAP: u64 = 64;
 /// The most bytes of `/proc/<pid>/cmdline` read.
@@ -65,14 +67,21 @@ pub fn observe_process(root: &Path, pid: i64, daemon_details: bool) -> ProcessFa
     };
     let status = record("status", read_capped(root, pid, "status", STATUS_CAP));
     let comm = record("comm", read_capped(root, pid, "comm", COMM_CAP));
-    let (cmdline, environ) = if daemon_details {
-        (
-            record("cmdline", read_capped(root, pid, "cmdline", CMDLINE_CAP)),
-            record("environ", read_capped(root, pid, "environ", ENVIRON_CAP)),
-        )
+    // The command line of servers too: argv[0] tells a server from a reused PID (issue 20).
+    let cmdline = record("cmdline", read_capped(root, pid, "cmdline", CMDLINE_CAP));
+    let environ = if daemon_details {
+        record("environ", read_capped(root, pid, "environ", ENVIRON_CAP))
     } else {
-        (None, None)
+        None
     };
+    let namespace = record(
+        "ns/pid",
+        read_pid_namespace(root, &pid.to_string()).map(String::into_bytes),
+    );
+    process.pid_namespace = namespace.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    process.nspid = status
+        .as_deref()
+        .and_then(|bytes| field_line(bytes, "NSpid:"));
     process.status_uid = status.and_then(|bytes| uid_line(&bytes));
     process.comm = comm.map(|bytes| {
         let text = String::from_utf8_lossy(&bytes);
@@ -87,10 +96,25 @@ pub fn observe_process(root: &Path, pid: i64, daemon_details: bool) -> ProcessFa
     process
 }
 
-/// `root/<pid>` of a process that should be an MPS client (`attest`): whether its entry exists,
-/// the `State:` and `Uid:` lines of `status`, and the [`CLIENT_ENVIRON_VARS`] of `environ`.
+/// `root/<pid>` of a process that should be an MPS client (`attest`): its start time (field 22
+/// of `stat`), whether its entry exists, the `State:` and `Uid:` lines of `status`, and the
+/// [`CLIENT_ENVIRON_VARS`] of `environ`.
 pub fn observe_client(root: &Path, pid: i64) -> ClientFacts {
     let mut client = ClientFacts::new(pid);
+    // The start time first: with the PID it is the process's identity (issue 21 part 2).
+    match read_capped(root, pid, "stat", STAT_CAP) {
+        Ok(stat) => {
+            client.start_time = sharing_policy::stat_start_time(&String::from_utf8_lossy(&stat));
+            if client.start_time.is_none() {
+                client
+                    .errors
+                    .insert("stat".to_owned(), "no start time in field 22".to_owned());
+            }
+        }
+        Err(error) => {
+            client.errors.insert("stat".to_owned(), error);
+        }
+    }
     client.exists = match std::fs::symlink_metadata(root.join(pid.to_string())) {
         Ok(_) => Some(true),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(false),
@@ -103,9 +127,16 @@ pub fn observe_client(root: &Path, pid: i64) -> ClientFacts {
         Ok(status) => {
             client.state = field_line(&status, "State:");
             client.status_uid = field_line(&status, "Uid:");
+            client.nspid = field_line(&status, "NSpid:");
         }
         Err(error) => {
             client.errors.insert("status".to_owned(), error);
+        }
+    }
+    match read_pid_namespace(root, &pid.to_string()) {
+        Ok(link) => client.pid_namespace = Some(link),
+        Err(error) => {
+            client.errors.insert("ns/pid".to_owned(), error);
         }
     }
     match read_capped(root, pid, "environ", ENVIRON_CAP) {
@@ -115,6 +146,18 @@ pub fn observe_client(root: &Path, pid: i64) -> ClientFacts {
         }
     }
     client
+}
+
+/// `readlink root/<entry>/ns/pid` (`pid:[4026531836]`), lossy UTF-8; `entry` is a PID or
+/// `self`. A link target longer than 256 bytes is not a namespace link: an error.
+pub(crate) fn read_pid_namespace(root: &Path, entry: &str) -> Result<String, String> {
+    let target = std::fs::read_link(root.join(entry).join("ns").join("pid"))
+        .map_err(|err| err.to_string())?;
+    let bytes = target.as_os_str().as_encoded_bytes();
+    if bytes.len() > 256 {
+        return Err("longer than 256 bytes; not recorded".to_owned());
+    }
+    Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// The text after `Uid:` on its line, uncut.

@@ -145,3 +145,114 @@ fn a_server_of_another_uid_and_an_unreadable_environment() {
     let attestation = observe(proc_root.path(), bin.path());
     assert_eq!(attestation.collector.code, AttestCode::NotRunning);
 }
+
+/// `root/<pid>` of a control daemon found by the `/proc` scan: comm, cmdline and environ.
+fn fake_daemon_process(root: &Path, pid: u32, args: &[&str]) {
+    fake_client(
+        root,
+        pid,
+        0,
+        "S (sleeping)",
+        Some(&["CUDA_MPS_PIPE_DIRECTORY=/run/test-mps"]),
+    );
+    let dir = root.join(pid.to_string());
+    std::fs::write(dir.join("comm"), "nvidia-cuda-mps\n").unwrap();
+    let cmdline = std::iter::once("nvidia-cuda-mps-control")
+        .chain(args.iter().copied())
+        .fold(String::new(), |all, arg| all + arg + "\0");
+    std::fs::write(dir.join("cmdline"), cmdline).unwrap();
+}
+
+/// Issue 20 part 1: the DRA driver's `-d -M` daemon, found by the scan, proves multi-user
+/// mode, so its root server serves the job's UID; a `-d` daemon does not.
+#[test]
+fn a_multi_user_daemon_found_by_the_scan_lets_its_root_server_serve_every_user() {
+    for (args, attested) in [(&["-d", "-M"][..], true), (&["-d"][..], false)] {
+        let (proc_root, bin) = (short_tempdir("mpsr"), short_tempdir("mpsb"));
+        fake_client(proc_root.path(), 101, 1000, "S (sleeping)", Some(OUR_ENV));
+        fake_client(proc_root.path(), 102, 1000, "S (sleeping)", Some(OUR_ENV));
+        fake_client(proc_root.path(), 900, 0, "S (sleeping)", None);
+        fake_daemon_process(proc_root.path(), 50, args);
+        fake_daemon(bin.path(), "900\\n", "101\\n102\\n");
+
+        let attestation = observe(proc_root.path(), bin.path());
+
+        assert_eq!(attestation.attested, attested, "{args:?}: {attestation:#?}");
+        assert_eq!(attestation.daemon_multiuser, Some(attested), "{args:?}");
+        if !attested {
+            assert_eq!(attestation.learner.code, AttestCode::ServerOfAnotherUser);
+        }
+    }
+}
+
+/// `root/<entry>/ns/pid` as a link to `ns` (`pid:[…]`), as the kernel shows it.
+fn ns_link(root: &Path, entry: &str, ns: &str) {
+    let dir = root.join(entry).join("ns");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(ns, dir.join("pid")).unwrap();
+}
+
+/// Appends an `NSpid:` line to `root/<pid>/status`.
+fn nspid(root: &Path, pid: u32, line: &str) {
+    let path = root.join(pid.to_string()).join("status");
+    let mut status = std::fs::read_to_string(&path).unwrap();
+    status.push_str("NSpid:\t");
+    status.push_str(line);
+    status.push('\n');
+    std::fs::write(path, status).unwrap();
+}
+
+/// Issue 20 part 2, on fake `/proc` trees with `ns/pid` links and `NSpid` lines: the job in a
+/// pod's namespace, the daemon on the host. An attester on the host matches the host PIDs the
+/// daemon lists; one in the pod cannot, and says so.
+#[test]
+fn pid_namespaces_are_recorded_and_decide_the_match() {
+    const HOST: &str = "pid:[4026531836]";
+    const POD: &str = "pid:[4026532999]";
+    for (observer, attested) in [(HOST, true), (POD, false)] {
+        let (proc_root, bin) = (short_tempdir("mpsr"), short_tempdir("mpsb"));
+        let root = proc_root.path();
+        fake_client(root, 101, 1000, "S (sleeping)", Some(OUR_ENV));
+        fake_client(root, 102, 1000, "S (sleeping)", Some(OUR_ENV));
+        nspid(root, 101, "101\t6");
+        nspid(root, 102, "102\t7");
+        ns_link(root, "101", POD);
+        ns_link(root, "102", POD);
+        fake_client(root, 900, 1000, "S (sleeping)", None);
+        std::fs::write(root.join("900/comm"), "nvidia-cuda-mps\n").unwrap();
+        std::fs::write(root.join("900/cmdline"), "nvidia-cuda-mps-server\0").unwrap();
+        ns_link(root, "900", HOST);
+        fake_daemon_process(root, 50, &["-d"]);
+        ns_link(root, "50", HOST);
+        ns_link(root, "self", observer);
+        fake_daemon(bin.path(), "900\\n", "101\\n102\\n");
+
+        let options = AttestOptions {
+            proc_root: root.to_owned(),
+            ..AttestOptions::new(
+                Pid::new(101).unwrap(),
+                Pid::new(102).unwrap(),
+                OsText::from(PIPE),
+            )
+        };
+        let facts = observe_attest_with(&runner_in(bin.path()), &options);
+        assert_eq!(facts.observer_pid_namespace.as_deref(), Some(observer));
+        assert_eq!(facts.learner.pid_namespace.as_deref(), Some(POD));
+        assert_eq!(facts.learner.nspid.as_deref(), Some("101\t6"));
+        assert_eq!(
+            facts.servers[0].process.pid_namespace.as_deref(),
+            Some(HOST)
+        );
+        let daemon = &facts.daemon_process.as_ref().unwrap().processes[0];
+        assert_eq!(daemon.pid_namespace.as_deref(), Some(HOST));
+
+        let attestation = attest(&facts);
+        assert_eq!(
+            attestation.attested, attested,
+            "{observer}: {attestation:#?}"
+        );
+        if !attested {
+            assert_eq!(attestation.learner.code, AttestCode::PidNamespaceDiffers);
+        }
+    }
+}

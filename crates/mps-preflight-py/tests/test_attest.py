@@ -3,6 +3,7 @@ processes started here with `subprocess.Popen`, as a launcher starts the learner
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import threading
@@ -33,8 +34,14 @@ def processes(host: FakeHost) -> Iterator[list[subprocess.Popen[bytes]]]:
     env = {"CUDA_MPS_PIPE_DIRECTORY": str(host.pipe)}
     started = [
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
-        for _ in range(3)
+        for _ in range(2)
     ]
+    # The server must look like one to /proc (comm `nvidia-cuda-mps`, argv[0]
+    # `nvidia-cuda-mps-server`): a copy of `sleep` under the server's name.
+    server = host.root / "srv" / "nvidia-cuda-mps-server"
+    server.parent.mkdir()
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", server)
+    started.append(subprocess.Popen([str(server), "60"], env=env))
     state = host.root / "state"
     state.mkdir()
     host.script("nvidia-cuda-mps-control", FAKE_DAEMON.format(state=state))
@@ -155,3 +162,12 @@ def test_the_python_attest_recipe_of_docs_cli_kills_both_children(
     assert len(started) == 2
     assert [child.args[0] for child in started] == [sys.executable, sys.executable]
     assert all(is_dead(child.pid) for child in started)
+
+
+def test_the_same_pid_twice_is_a_value_error(host: FakeHost, processes: list) -> None:
+    """Issue 21 part 2: a launcher that captured `$!` twice is told so, never "attested"."""
+    learner, collector, server = processes
+    (host.root / "state" / "servers").write_text(f"{server.pid}\n")
+    (host.root / "state" / f"clients.{server.pid}").write_text(f"{learner.pid}\n{collector.pid}\n")
+    with pytest.raises(ValueError, match="two processes"):
+        mps_preflight.attest(learner.pid, learner.pid)

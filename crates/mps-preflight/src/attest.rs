@@ -120,6 +120,7 @@ fn facts(args: &AttestArgs) -> Result<AttestFacts, Output> {
             "give --learner-pid and --collector-pid, or --snapshot",
         ));
     };
+    sharing_policy::distinct_pids(learner.get(), collector.get()).map_err(|same| usage(&same))?;
     let (pipe_directory, source) = pipe_directory(args.manifest.as_deref())?;
     let options = AttestOptions {
         pipe_directory_source: source,
@@ -175,8 +176,20 @@ fn load(path: &Path) -> Result<AttestFacts, String> {
         .map_err(|err| format!("{shown}: not a valid {ATTEST_SCHEMA} snapshot: {err}"))
 }
 
-/// PIDs given with --snapshot must be the snapshot's.
+/// The usage error of one PID given for both processes (issue 21 part 2): exit 2.
+pub(crate) fn usage(same: &str) -> Output {
+    Output::input(format!(
+        "--learner-pid and --collector-pid must name two processes: {same}"
+    ))
+}
+
+/// PIDs given with --snapshot must be the snapshot's, and the snapshot's two PIDs distinct.
 fn check_pids(facts: AttestFacts, args: &AttestArgs) -> Result<AttestFacts, String> {
+    sharing_policy::distinct_pids(facts.learner.pid, facts.collector.pid).map_err(|same| {
+        format!(
+            "the snapshot's learner and collector must be two processes: {same} (a snapshot this tool never writes)"
+        )
+    })?;
     for (role, given, recorded) in [
         ("learner", args.learner_pid, facts.learner.pid),
         ("collector", args.collector_pid, facts.collector.pid),

@@ -121,6 +121,16 @@ pub(crate) fn capture(args: &CaptureArgs) -> Output {
 
 /// `doctor`: every finding, for people or machines; exit 1 when any blocks the request.
 pub(crate) fn doctor(args: &DoctorArgs) -> Output {
+    if let (Some(learner), Some(collector)) = (args.learner_pid, args.collector_pid)
+        && let Err(same) = sharing_policy::distinct_pids(learner.get(), collector.get())
+    {
+        let output = crate::attest::usage(&same);
+        return if args.format == Format::Brief {
+            brief::apply(output, "")
+        } else {
+            output
+        };
+    }
     let request = args.request.to_request();
     let facts = match &args.snapshot {
         Some(path) => match load_snapshot(path, &args.request) {

@@ -33,14 +33,19 @@ pub(crate) enum DaemonStatus {
     NotTheProbe(String),
 }
 
-/// The daemon's liveness answer to `get_default_active_thread_percentage`: `^\d+(\.\d+)?$`.
+/// The daemon's liveness answer to `get_default_active_thread_percentage`: exactly
+/// `digits '.' one digit` (`100.0`, `33.0`, `12.5`). Every daemon from 470 to 580 prints it with
+/// `%.1f` (docs/mps-daemon.md §2 X3; shared notes gpu-truth.md §5, §10 item 4). A bare number
+/// is refused: it is what a server PID looks like when a session lost its first command, and
+/// reading that PID as the percentage would hide the first server (an idle-looking daemon).
 pub(crate) fn is_percentage(line: &str) -> bool {
-    let (whole, fraction) = match line.split_once('.') {
-        Some((whole, fraction)) => (whole, Some(fraction)),
-        None => (line, None),
+    let Some((whole, fraction)) = line.split_once('.') else {
+        return false;
     };
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    digits(whole) && fraction.is_none_or(digits)
+    !whole.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.len() == 1
+        && fraction.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// A server PID line: ASCII digits only (no sign, no spaces), a positive PID.
@@ -349,7 +354,7 @@ mod tests {
             }
         );
         assert_eq!(
-            status_of(exited(0, "50\n7\n", "")),
+            status_of(exited(0, "12.5\n7\n", "")),
             DaemonStatus::Live {
                 server_pid: Some(7)
             }
@@ -378,6 +383,14 @@ mod tests {
             "100.0\n0\n",
             "1.\n",
             ".5\n",
+            // A session that lost its first command: the server PIDs alone (issue 20 part 3).
+            "4428\n",
+            "4428\n4511\n",
+            "50\n7\n",
+            "100\n",
+            "100.00\n",
+            "1e2\n",
+            "-1.0\n",
             "100.0\n²\n",
         ] {
             assert!(
@@ -488,6 +501,49 @@ mod tests {
             status(Some(&busy), b"/tmp/nvidia-mps"),
             DaemonStatus::NoAnswer(_)
         ));
+    }
+
+    /// The reference rule: `^[0-9]+\.[0-9]$`.
+    fn reference_percentage(line: &str) -> bool {
+        let bytes = line.as_bytes();
+        bytes.len() >= 3
+            && bytes[bytes.len() - 2] == b'.'
+            && bytes[bytes.len() - 1].is_ascii_digit()
+            && bytes[..bytes.len() - 2].iter().all(u8::is_ascii_digit)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        #[test]
+        fn a_percentage_is_exactly_digits_dot_one_digit(line in "[0-9.a+ -]{0,7}") {
+            proptest::prop_assert_eq!(is_percentage(&line), reference_percentage(&line));
+        }
+
+        /// Issue 20 part 3: an answer made of PID lines only (a session that lost its first
+        /// command) is never a live, idle daemon, however many PIDs it lists.
+        #[test]
+        fn pid_lines_are_never_a_live_daemon(pids in proptest::collection::vec(1_u32..4_194_304, 1..5)) {
+            let stdout = pids.iter().fold(String::new(), |all, pid| all + &pid.to_string() + "\n");
+            let got = status_of(exited(0, &stdout, ""));
+            proptest::prop_assert!(matches!(got, DaemonStatus::Unrecognized(_)), "{stdout:?}: {got:?}");
+            proptest::prop_assert!(crate::retry::transient_signature(&exited(0, &stdout, "")).is_some());
+        }
+
+        #[test]
+        fn a_percent_then_pids_keeps_the_first_server(
+            whole in 0_u32..1000, tenth in 0_u32..10,
+            pids in proptest::collection::vec(1_u32..4_194_304, 0..4),
+        ) {
+            let mut stdout = format!("{whole}.{tenth}\n");
+            for pid in &pids {
+                stdout.push_str(&pid.to_string());
+                stdout.push('\n');
+            }
+            proptest::prop_assert_eq!(
+                status_of(exited(0, &stdout, "")),
+                DaemonStatus::Live { server_pid: pids.first().map(|&pid| i64::from(pid)) }
+            );
+        }
     }
 
     #[test]

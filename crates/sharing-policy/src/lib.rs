@@ -6,6 +6,7 @@ mod attest;
 mod code;
 mod commands;
 mod daemon;
+mod daemon_args;
 mod device;
 mod evidence;
 mod facts;
@@ -25,8 +26,8 @@ mod vocabulary;
 use assess::{Unmet, Wanted};
 pub use attest::{
     ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS, ClientFacts,
-    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, attest,
-    parse_client_list,
+    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, attest, distinct_pids,
+    parse_client_list, same_process, stat_start_time,
 };
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin};

@@ -45,7 +45,8 @@ pub struct ProcessFacts {
     pub status_uid: Option<String>,
     /// `/proc/<pid>/comm` without its newline.
     pub comm: Option<String>,
-    /// `/proc/<pid>/cmdline`, split at its NUL bytes (recorded for daemon candidates only).
+    /// `/proc/<pid>/cmdline`, split at its NUL bytes (recorded for daemon candidates and, since
+    /// issue 20, listed servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cmdline: Option<Vec<OsText>>,
     /// The [`DAEMON_ENVIRON_VARS`] that `/proc/<pid>/environ` sets (an absent key is unset;
@@ -55,6 +56,14 @@ pub struct ProcessFacts {
     /// The OS error of each file that could not be read.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
+    /// `readlink /proc/<pid>/ns/pid` (`pid:[4026531836]`), raw: its PID namespace (issue 20;
+    /// absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_namespace: Option<String>,
+    /// The text after `NSpid:` in `/proc/<pid>/status`: its PID in each namespace from the
+    /// observer's `/proc` down to its own, raw (absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nspid: Option<String>,
 }
 
 impl ProcessFacts {
@@ -67,6 +76,8 @@ impl ProcessFacts {
             cmdline: None,
             environ: None,
             errors: BTreeMap::new(),
+            pid_namespace: None,
+            nspid: None,
         }
     }
 }

@@ -22,8 +22,11 @@
 //!
 //! All these failure signatures are retried. The answer to a session that lost its first
 //! command (the percentage line) is, on an idle daemon, the empty answer above; with servers
-//! running it would be PID lines only, which cannot be told from a percentage line (both are
-//! digits) without a GPU to observe it, so it is not a separate signature here.
+//! (or clients) running it is PID lines only. Every daemon from 470 to 580 prints the
+//! percentage with `%.1f` (`100.0`; shared notes gpu-truth.md §5, §10 item 4), so a line of
+//! bare digits is never the percentage: an exit-0 answer made only of such lines is the
+//! [`TransientSignature::PidLinesOnly`] signature (issue 20 part 3), asked again, and judged
+//! unrecognized when it is the last attempt — never read as an idle daemon.
 //!
 //! Never retried: `Cannot find MPS control daemon process` (no daemon, or one the caller may not
 //! reach: a clear answer), a timeout (a frozen daemon: the deadline is spent), a spawn failure,
@@ -49,6 +52,9 @@ pub enum TransientSignature {
     EmptyAnswer,
     /// Exit 1 with nothing on stdout or stderr.
     SilentFailure,
+    /// Exit 0, nothing on stderr, and stdout only lines of bare digits: the PIDs of a session
+    /// whose first command (the percentage) was lost.
+    PidLinesOnly,
 }
 
 impl TransientSignature {
@@ -58,12 +64,24 @@ impl TransientSignature {
             Self::CannotSend => "cannot-send",
             Self::EmptyAnswer => "empty-answer",
             Self::SilentFailure => "silent-exit-1",
+            Self::PidLinesOnly => "pid-lines-only",
         }
     }
 }
 
 fn is_empty(text: &CapturedText) -> bool {
     text.text.is_empty() && !text.truncated && !text.non_utf8
+}
+
+/// Whether `text` is one or more `\n`-terminated lines of ASCII digits (no `.`: not `%.1f`).
+fn is_pid_lines(text: &CapturedText) -> bool {
+    if text.truncated || text.non_utf8 {
+        return false;
+    }
+    text.text.strip_suffix('\n').is_some_and(|body| {
+        body.split('\n')
+            .all(|line| !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// The transient signature of a daemon-query outcome, or `None` when the outcome is an answer
@@ -79,7 +97,8 @@ pub fn transient_signature(outcome: &QueryOutcome) -> Option<TransientSignature>
         return None;
     };
     if !is_empty(stdout) {
-        return None;
+        let pid_lines = *code == 0 && is_empty(stderr) && is_pid_lines(stdout);
+        return pid_lines.then_some(TransientSignature::PidLinesOnly);
     }
     match code {
         0 if is_empty(stderr) => Some(TransientSignature::EmptyAnswer),
@@ -172,6 +191,13 @@ mod tests {
             transient_signature(&exited(1, "", "")),
             Some(TransientSignature::SilentFailure)
         );
+        for lost_first in ["4428\n", "4428\n4511\n", "100\n"] {
+            assert_eq!(
+                transient_signature(&exited(0, lost_first, "")),
+                Some(TransientSignature::PidLinesOnly),
+                "{lost_first:?}"
+            );
+        }
     }
 
     #[test]
@@ -185,6 +211,18 @@ mod tests {
             exited(2, "", CANNOT_SEND),
             exited(0, "", "warning\n"),
             exited(0, "Unknown command\n", ""),
+            exited(0, "100.0\n4428\n", ""),
+            exited(0, "4428", ""),
+            exited(0, "4428\n\n", ""),
+            exited(0, "4428 4511\n", ""),
+            exited(0, "4428\n", "warning\n"),
+            exited(1, "4428\n", ""),
+            QueryOutcome::Exited {
+                code: Some(0),
+                signal: None,
+                stdout: CapturedText::from_bytes(b"4428\n", true),
+                stderr: CapturedText::default(),
+            },
             QueryOutcome::Exited {
                 code: None,
                 signal: Some(9),

@@ -5,10 +5,11 @@
 use gpu_uuid::{GpuTableView, GpuUuid, VisibleDevices, VisibleEntry};
 
 use crate::daemon::{self, DaemonStatus};
+use crate::daemon_args;
 use crate::gpu::{HostTableError, TableText};
 use crate::{
-    DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearchMethod, HostFacts, OsText,
-    PidFileFacts, ProcessFacts, QueryRecord, parse_pid,
+    DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearch, DaemonSearchMethod, HostFacts,
+    OsText, PidFileFacts, ProcessFacts, QueryRecord, parse_pid,
 };
 
 /// The server PIDs a live daemon's answer lists, in order (none when the daemon did not answer
@@ -104,6 +105,12 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
                 .and_then(|all| all.iter().find(|process| process.pid == pid));
             let owner = match process {
                 None => Owner::Unknown("its process was not observed".to_owned()),
+                // Another process under that number: its owner proves nothing (issue 20).
+                Some(process) if crate::attest::namespace::not_a_server(process).is_some() => {
+                    Owner::Unknown(
+                        crate::attest::namespace::not_a_server(process).unwrap_or_default(),
+                    )
+                }
                 Some(process) => match process.status_uid.as_deref().map(effective_uid) {
                     Some(Some(uid)) => Owner::Uid(uid),
                     Some(None) => Owner::Unknown(format!(
@@ -131,24 +138,34 @@ pub(crate) enum DaemonProcess<'a> {
     Unknown(String),
 }
 
-/// Whether `cmdline` is the control daemon run as a daemon (`-d`) or in the foreground (`-f`).
+/// Whether `cmdline` is the control daemon run as a daemon, as one known version's option
+/// parser reads it ([`crate::daemon_args`]: `-d`, `-f`, `--daemon`, `-dM`, …).
 fn is_control_daemon(cmdline: &[OsText]) -> bool {
-    let Some((program, args)) = cmdline.split_first() else {
-        return false;
-    };
-    let name = program.as_bytes().rsplit(|b| *b == b'/').next();
-    name == Some(DAEMON_QUERY_PROGRAM.as_bytes())
-        && args
-            .iter()
-            .any(|arg| matches!(arg.as_bytes(), b"-d" | b"-f"))
+    daemon_args::read(cmdline).is_some()
 }
 
-/// Whether `cmdline` shows multi-user mode (`-m` / `--multiuser`).
-pub(crate) fn is_multiuser(cmdline: &[OsText]) -> bool {
-    cmdline
-        .iter()
-        .skip(1)
-        .any(|arg| matches!(arg.as_bytes(), b"-m" | b"--multiuser"))
+/// Whether the identified daemon's command line proves multi-user mode (`Some(true)`), proves
+/// its absence (`Some(false)`), or leaves it unknown.
+pub(crate) fn daemon_multiuser(daemon: &DaemonProcess<'_>) -> Option<bool> {
+    match daemon {
+        DaemonProcess::Found(process) => process.cmdline.as_deref().and_then(is_multiuser),
+        DaemonProcess::Unknown(_) => None,
+    }
+}
+
+/// Whether `cmdline` shows multi-user mode (`-M`, `-multiuser-server`, `--multiuser-server`,
+/// 580's unique prefixes such as `-m`, combined `-dM`): `None` when no known parser reads it
+/// as a control daemon, or when they disagree.
+pub(crate) fn is_multiuser(cmdline: &[OsText]) -> Option<bool> {
+    daemon_args::read(cmdline).and_then(|daemon| daemon.multiuser)
+}
+
+/// Whether `cmdline`'s program is the control program (not a server, whose `comm` is the
+/// same `nvidia-cuda-mps`).
+fn is_control_program(cmdline: &[OsText]) -> bool {
+    cmdline.first().is_some_and(|program| {
+        program.as_bytes().rsplit(|b| *b == b'/').next() == Some(DAEMON_QUERY_PROGRAM.as_bytes())
+    })
 }
 
 /// The pipe directory a process with this environment uses: a non-empty
@@ -166,14 +183,45 @@ fn environ_pipe_directory(process: &ProcessFacts) -> Option<&[u8]> {
 /// environment resolves to `pipe_directory`. Unreadable environments, several matches, or none
 /// leave it unknown, with the reason.
 pub(crate) fn identify<'a>(facts: &'a HostFacts, pipe_directory: &[u8]) -> DaemonProcess<'a> {
-    let Some(search) = &facts.daemon_process else {
+    identify_in(
+        facts.daemon_process.as_ref(),
+        facts.pid_file.as_ref(),
+        pipe_directory,
+    )
+}
+
+/// [`identify`] from the search and the pid file alone (`attest` records both too).
+pub(crate) fn identify_in<'a>(
+    search: Option<&'a DaemonSearch>,
+    pid_file: Option<&PidFileFacts>,
+    pipe_directory: &[u8],
+) -> DaemonProcess<'a> {
+    let Some(search) = search else {
         return DaemonProcess::Unknown(
             "the snapshot holds no observation of the daemon's process".to_owned(),
         );
     };
     if search.method == DaemonSearchMethod::PidFile {
-        let pid = daemon::daemon_pid(facts.pid_file.as_ref());
+        let pid = daemon::daemon_pid(pid_file);
         return match search.processes.iter().find(|p| Some(p.pid) == pid) {
+            // A stale pid file can name a reused PID: an MPS server has the same comm.
+            Some(process)
+                if process
+                    .cmdline
+                    .as_deref()
+                    .is_some_and(|c| !is_control_program(c)) =>
+            {
+                DaemonProcess::Unknown(format!(
+                    "the pid file names PID {}, whose command line {:?} is not the control program (a stale pid file whose PID was reused)",
+                    process.pid,
+                    process
+                        .cmdline
+                        .iter()
+                        .flatten()
+                        .map(OsText::to_string_lossy)
+                        .collect::<Vec<_>>()
+                ))
+            }
             Some(process) => DaemonProcess::Found(process),
             None => {
                 DaemonProcess::Unknown("the pid file's daemon process was not observed".to_owned())
@@ -331,7 +379,7 @@ pub(crate) fn served_facts(
         .collect();
     if let DaemonProcess::Found(daemon) = identify(facts, pipe_directory) {
         served.daemon_pid = Some(daemon.pid);
-        served.daemon_multiuser = daemon.cmdline.as_deref().map(is_multiuser);
+        served.daemon_multiuser = daemon.cmdline.as_deref().and_then(is_multiuser);
         served.daemon_visible_devices = daemon
             .environ
             .as_ref()
@@ -381,21 +429,34 @@ mod tests {
             "/usr/bin/nvidia-cuda-mps-control",
             "-f"
         ])));
+        assert!(is_control_daemon(&line(&[
+            "nvidia-cuda-mps-control",
+            "--daemon"
+        ])));
+        assert!(is_control_daemon(&line(&[
+            "nvidia-cuda-mps-control",
+            "-dM"
+        ])));
         assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-control"])));
         assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-server"])));
         assert!(!is_control_daemon(&[]));
-        assert!(is_multiuser(&line(&[
-            "nvidia-cuda-mps-control",
-            "-d",
-            "-m"
+        assert_eq!(
+            is_multiuser(&line(&["nvidia-cuda-mps-control", "-d", "-M"])),
+            Some(true)
+        );
+        assert_eq!(
+            is_multiuser(&line(&["nvidia-cuda-mps-control", "--multiuser", "-d"])),
+            Some(true)
+        );
+        assert_eq!(is_multiuser(&line(&["-m"])), None);
+        assert_eq!(
+            is_multiuser(&line(&["nvidia-cuda-mps-control", "-d"])),
+            Some(false)
+        );
+        assert!(is_control_program(&line(&[
+            "/usr/bin/nvidia-cuda-mps-control"
         ])));
-        assert!(is_multiuser(&line(&[
-            "nvidia-cuda-mps-control",
-            "--multiuser",
-            "-d"
-        ])));
-        assert!(!is_multiuser(&line(&["-m"])));
-        assert!(!is_multiuser(&line(&["nvidia-cuda-mps-control", "-d"])));
+        assert!(!is_control_program(&line(&["nvidia-cuda-mps-server"])));
     }
 
     #[test]

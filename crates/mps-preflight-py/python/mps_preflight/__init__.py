@@ -476,13 +476,19 @@ def attest(
     Raises:
         Rejected: not attested; ``code`` is the first unattached process's code
             (``not-a-client``, ``not-running``, …) and the message has one part per process.
-        ValueError: a PID that is not a positive integer, or a negative ``wait``.
+        ValueError: a PID that is not a positive integer, the same PID for both processes
+            (one process proves nothing about two), or a negative ``wait``.
     """
     import json
 
     for name, pid in (("learner_pid", learner_pid), ("collector_pid", collector_pid)):
         if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= 2**31 - 1:
             raise ValueError(f"{name} must be a positive integer PID, got {pid!r}")
+    if learner_pid == collector_pid:
+        raise ValueError(
+            f"learner_pid and collector_pid must name two processes: both are {learner_pid}"
+            " (one process proves nothing about two sharing a GPU)"
+        )
     if not float(wait) >= 0:
         raise ValueError(f"wait must be at least 0 seconds, got {wait!r}")
     argv = [

@@ -2,29 +2,32 @@
 //! are the PIDs of real child processes this test starts, read through the real `/proc`.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fake_daemon::{FakeDaemon, eventually, lines};
+pub(crate) use crate::fake_daemon::{eventually, lines};
+use crate::fake_daemon::FakeDaemon;
 use crate::support::{FakeHost, MPS_REQUEST, Run, finish, running_as_root, spawn, system_program};
 
-/// A fake host with the one fake daemon ([`FakeDaemon`]), and the real processes (`sleep`) a
-/// test names as learner, collector and servers.
-struct Attest {
-    host: FakeHost,
+/// A fake host with the one fake daemon ([`FakeDaemon`], answering from `state`), and the
+/// real processes (`sleep`) a test names as learner, collector and servers.
+pub(crate) struct Attest {
+    pub(crate) host: FakeHost,
+    pub(crate) state: PathBuf,
     daemon: FakeDaemon,
-    children: Vec<Child>,
+    pub(crate) children: Vec<Child>,
 }
 
 impl Attest {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut host = FakeHost::new();
         let daemon = FakeDaemon::install(&mut host);
         Self {
             host,
+            state: daemon.state().to_path_buf(),
             daemon,
             children: Vec::new(),
         }
@@ -32,14 +35,41 @@ impl Attest {
 
     /// A real process (`sleep`), its CUDA pointed at this host's pipe directory; `as_nobody`
     /// runs it as UID 65534 through `setpriv`.
-    fn process(&mut self, as_nobody: bool) -> u32 {
+    pub(crate) fn process(&mut self, as_nobody: bool) -> u32 {
+        self.start(system_program("sleep"), as_nobody)
+    }
+
+    /// A real process that looks like an MPS server to `/proc` (issue 20): a copy of `sleep`
+    /// named `nvidia-cuda-mps-server`, so its comm is `nvidia-cuda-mps` and its argv[0] the
+    /// server program's name, as the daemon's `execlp` leaves them.
+    pub(crate) fn server(&mut self, as_nobody: bool) -> u32 {
+        let program = self.server_program();
+        self.start(program, as_nobody)
+    }
+
+    /// The copy of `sleep` named like the server (world-executable, for `nobody` too).
+    pub(crate) fn server_program(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = self.host.root().join("srv");
+        let program = dir.join("nvidia-cuda-mps-server");
+        if !program.exists() {
+            fs::create_dir_all(&dir).unwrap();
+            fs::copy(system_program("sleep"), &program).unwrap();
+            for path in [self.host.root(), dir.as_path(), program.as_path()] {
+                fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        program
+    }
+
+    fn start(&mut self, program: PathBuf, as_nobody: bool) -> u32 {
         let mut command = if as_nobody {
             let mut command = Command::new(system_program("setpriv"));
             command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-            command.arg(system_program("sleep"));
+            command.arg(program);
             command
         } else {
-            Command::new(system_program("sleep"))
+            Command::new(program)
         };
         command
             .arg("60")
@@ -51,16 +81,15 @@ impl Attest {
         pid
     }
 
-    /// A learner, a collector and a server, all three live processes.
-    fn three_processes(&mut self) -> (u32, u32, u32) {
-        (
-            self.process(false),
-            self.process(false),
-            self.process(false),
-        )
+    pub(crate) fn servers(&self, pids: &[u32]) {
+        self.daemon.servers(pids);
     }
 
-    fn run(&self, learner: u32, collector: u32, extra: &[&str]) -> Run {
+    pub(crate) fn clients(&self, server: u32, text: &str) {
+        self.daemon.clients(server, text);
+    }
+
+    pub(crate) fn run(&self, learner: u32, collector: u32, extra: &[&str]) -> Run {
         let (learner, collector) = (learner.to_string(), collector.to_string());
         let mut args = vec![
             "attest",
@@ -75,7 +104,12 @@ impl Attest {
         run
     }
 
-    fn kill(&mut self, pid: u32) {
+    /// Every front-end this host started has ended.
+    pub(crate) fn assert_no_front_end_left(&self) {
+        self.daemon.assert_no_front_end_left();
+    }
+
+    pub(crate) fn kill(&mut self, pid: u32) {
         let child = self.children.iter_mut().find(|c| c.id() == pid).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
@@ -91,7 +125,7 @@ impl Drop for Attest {
     }
 }
 
-fn codes(run: &Run) -> Vec<String> {
+pub(crate) fn codes(run: &Run) -> Vec<String> {
     run.stderr
         .lines()
         .map(|line| {
@@ -104,10 +138,12 @@ fn codes(run: &Run) -> Vec<String> {
 #[test]
 fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = fake.three_processes();
-    // The probe's validated evidence first: the same daemon answers the probe, listing no
-    // server yet.
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
+    // The probe's validated evidence first, through a daemon that answers the probe.
     fake.host.socket().one_gpu();
+    let saved = fs::read(fake.host.root().join("bin/nvidia-cuda-mps-control")).unwrap();
+    fake.host.daemon_answers("");
     let manifest = fake.host.root().join("manifest.json");
     fs::write(&manifest, "{\"run\": \"r1\"}").unwrap();
     let manifest_arg = manifest.to_str().unwrap();
@@ -115,8 +151,13 @@ fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
     probe.extend_from_slice(&MPS_REQUEST);
     probe.extend_from_slice(&["--manifest", manifest_arg]);
     assert_eq!(fake.host.run(&probe).code, 0);
-    fake.daemon.servers(&[server]);
-    fake.daemon.clients(server, &lines(&[learner, collector]));
+    let body = String::from_utf8(saved).unwrap();
+    fake.host.script(
+        "nvidia-cuda-mps-control",
+        body.strip_prefix("#!/bin/sh\n").unwrap(),
+    );
+    fake.servers(&[server]);
+    fake.clients(server, &lines(&[learner, collector]));
 
     let run = fake.run(learner, collector, &["--manifest", manifest_arg]);
 
@@ -159,10 +200,10 @@ fn both_clients_of_one_server_are_attested_and_recorded_beside_the_evidence() {
 fn a_second_server_and_a_format_change_are_not_attested() {
     let mut fake = Attest::new();
     let (learner, collector) = (fake.process(false), fake.process(false));
-    let (first, second) = (fake.process(false), fake.process(false));
-    fake.daemon.servers(&[first, second]);
-    fake.daemon.clients(first, &lines(&[learner]));
-    fake.daemon.clients(second, &lines(&[collector]));
+    let (first, second) = (fake.server(false), fake.server(false));
+    fake.servers(&[first, second]);
+    fake.clients(first, &lines(&[learner]));
+    fake.clients(second, &lines(&[collector]));
     let run = fake.run(learner, collector, &[]);
     assert_eq!(run.code, 1, "{}", run.render());
     assert_eq!(
@@ -175,8 +216,7 @@ fn a_second_server_and_a_format_change_are_not_attested() {
         run.stderr
     );
 
-    fake.daemon
-        .clients(first, &format!("PID {learner} ctx 0\n"));
+    fake.clients(first, &format!("PID {learner} ctx 0\n"));
     let run = fake.run(learner, collector, &[]);
     assert_eq!(run.code, 1);
     // The collector is listed by the second server; only the learner is unproven.
@@ -198,9 +238,9 @@ fn a_server_of_another_uid() {
     }
     let mut fake = Attest::new();
     let (learner, collector, server) =
-        (fake.process(false), fake.process(false), fake.process(true));
-    fake.daemon.servers(&[server]);
-    fake.daemon.clients(server, "");
+        (fake.process(false), fake.process(false), fake.server(true));
+    fake.servers(&[server]);
+    fake.clients(server, "");
     // `setpriv` execs `sleep`: the server's PID is the one spawned, running as 65534.
     assert!(eventually(|| fs::read_to_string(format!(
         "/proc/{server}/status"
@@ -214,7 +254,7 @@ fn a_server_of_another_uid() {
         "{}",
         run.stderr
     );
-    fake.daemon.clients(server, &lines(&[learner, collector]));
+    fake.clients(server, &lines(&[learner, collector]));
     let run = fake.run(learner, collector, &[]);
     assert_eq!(
         codes(&run),
@@ -225,8 +265,9 @@ fn a_server_of_another_uid() {
 #[test]
 fn wait_succeeds_when_the_clients_attach_after_a_delay() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = fake.three_processes();
-    let state = fake.daemon.state().to_owned();
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
+    let state = fake.state.clone();
     let attach = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(400));
         fs::write(
@@ -247,7 +288,7 @@ fn wait_succeeds_when_the_clients_attach_after_a_delay() {
         "{:?}",
         started.elapsed()
     );
-    fake.daemon.assert_no_front_end_left();
+    fake.assert_no_front_end_left();
 }
 
 #[test]
@@ -272,15 +313,16 @@ fn wait_fails_at_its_deadline_and_leaves_no_process_behind() {
         took >= Duration::from_millis(600) && took < Duration::from_millis(2600),
         "{took:?}"
     );
-    fake.daemon.assert_no_front_end_left();
+    fake.assert_no_front_end_left();
 }
 
 #[test]
 fn a_process_that_exits_mid_poll_ends_the_wait() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = fake.three_processes();
-    fake.daemon.servers(&[server]);
-    fake.daemon.clients(server, &lines(&[learner]));
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
+    fake.servers(&[server]);
+    fake.clients(server, &lines(&[learner]));
     let started = Instant::now();
     let mut command = fake.host.command(&[
         "attest",
@@ -302,7 +344,7 @@ fn a_process_that_exits_mid_poll_ends_the_wait() {
     );
     assert_eq!(run.code, 1, "{}", run.render());
     assert_eq!(codes(&run), ["not-running"]);
-    fake.daemon.assert_no_front_end_left();
+    fake.assert_no_front_end_left();
 }
 
 #[test]
@@ -326,15 +368,16 @@ fn a_hung_daemon_is_no_answer_within_the_deadline() {
         ["daemon-did-not-answer", "daemon-did-not-answer"]
     );
     assert!(run.stderr.contains("300 ms deadline"), "{}", run.stderr);
-    fake.daemon.assert_no_front_end_left();
+    fake.assert_no_front_end_left();
 }
 
 #[test]
 fn a_saved_snapshot_replays_to_the_same_verdict() {
     let mut fake = Attest::new();
-    let (learner, collector, server) = fake.three_processes();
-    fake.daemon.servers(&[server]);
-    fake.daemon.clients(server, &lines(&[learner, collector]));
+    let (learner, collector, server) =
+        (fake.process(false), fake.process(false), fake.server(false));
+    fake.servers(&[server]);
+    fake.clients(server, &lines(&[learner, collector]));
     let saved = fake.host.root().join("attest.json");
     let live = fake.run(
         learner,
@@ -382,7 +425,7 @@ fn pids_must_be_positive_integers() {
     }
     let run = fake.host.run(&["attest", "--learner-pid", "1"]);
     assert_eq!(run.code, 2, "{}", run.render());
-    assert_eq!(fake.daemon.log(), None, "nothing was asked");
+    assert!(!fake.state.join("log").exists(), "nothing was asked");
 }
 
 #[test]

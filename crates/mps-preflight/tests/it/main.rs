@@ -8,6 +8,8 @@
 )]
 
 mod attest;
+mod attest_identity;
+mod attest_namespace;
 mod bad_input;
 mod docs;
 mod exit_codes;

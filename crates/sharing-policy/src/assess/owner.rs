@@ -17,7 +17,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         return; // an idle daemon: no server to queue behind
     }
     let multiuser = match &context.daemon {
-        DaemonProcess::Found(daemon) => daemon.cmdline.as_deref().map(served::is_multiuser),
+        DaemonProcess::Found(daemon) => daemon.cmdline.as_deref().and_then(served::is_multiuser),
         DaemonProcess::Unknown(_) => None,
     };
     if multiuser == Some(true) {
@@ -90,12 +90,12 @@ fn another_user(
     let found = format!("MPS server {listed}; this process is uid {ours}");
     let first_uid = others.first().map_or(0, |(_, uid)| *uid);
     let mode = if multiuser.is_none() {
-        " Whether the daemon runs in multi-user mode could not be verified (its process or command line was not observed)."
+        " Whether the daemon runs in multi-user mode could not be verified (its process or command line was not observed, or no known version's option parser reads it)."
     } else {
         ""
     };
     let fix = format!(
-        "wait for that job to finish, run as uid {first_uid}, or use a control daemon started in multi-user mode (nvidia-cuda-mps-control -d -m, Volta or newer)"
+        "wait for that job to finish, run as uid {first_uid}, or use a control daemon started in multi-user mode (nvidia-cuda-mps-control -d -multiuser-server on 555, -d -M on 580; Volta or newer)"
     );
     Finding::new(
         Code::ServerOfAnotherUser,

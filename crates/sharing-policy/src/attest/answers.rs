@@ -160,6 +160,7 @@ fn client_answer(
 /// assert_eq!(parse_client_list("Server 4428 not found\n", server), Ok(vec![]));
 /// assert!(parse_client_list("Server 9 not found\n", server).is_err());
 /// assert!(parse_client_list("PID 4267\n", server).is_err());
+/// assert_eq!(parse_client_list("0\n4281\n", server), Ok(vec![0, 4281]));
 /// ```
 ///
 /// # Errors
@@ -169,8 +170,13 @@ pub fn parse_client_list(text: &str, server: Pid) -> Result<Vec<i64>, &'static s
     if text.strip_suffix('\n').unwrap_or(text) == gone {
         return Ok(Vec::new());
     }
+    // `0` is a client the daemon cannot see (another PID namespace; it logs such clients as
+    // PID 0, shared notes gpu-truth.md §2): kept, so the verdict can say so.
     text.split_ascii_whitespace()
-        .map(|token| Pid::parse(token).map(Pid::get))
+        .map(|token| match token {
+            "0" => Some(0),
+            _ => Pid::parse(token).map(Pid::get),
+        })
         .collect::<Option<Vec<i64>>>()
         .ok_or("expected client PIDs separated by whitespace, or `Server <pid> not found`")
 }

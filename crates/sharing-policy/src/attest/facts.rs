@@ -5,10 +5,31 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CallerFacts, OsText, ProcessFacts, QueryRecord};
+use crate::{CallerFacts, DaemonSearch, OsText, PidFileFacts, ProcessFacts, QueryRecord};
 
 /// The attestation snapshot schema.
 pub const ATTEST_SCHEMA: &str = "mps-preflight/attest-facts/v1";
+
+/// Field 22 of a `/proc/<pid>/stat` line (`starttime`): counted after the last `)`, since the
+/// command name in parentheses may hold spaces and parentheses. `None` when it does not parse.
+///
+/// ```
+/// use sharing_policy::stat_start_time;
+///
+/// let stat = "4267 (py (x) 3) S 1 4267 4267 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3";
+/// assert_eq!(stat_start_time(stat), Some(987_654));
+/// assert_eq!(stat_start_time("4267 (python3) S 1"), None);
+/// ```
+pub fn stat_start_time(stat: &str) -> Option<u64> {
+    let (_, after) = stat.rsplit_once(')')?;
+    // After the name: field 3 (state) is the first; field 22 is the twentieth.
+    let field = after.split_ascii_whitespace().nth(19)?;
+    if field.bytes().all(|b| b.is_ascii_digit()) {
+        field.parse().ok()
+    } else {
+        None
+    }
+}
 
 /// The variables of a client's `/proc/<pid>/environ` that are recorded (raw): the pipe
 /// directory its CUDA connects through, and its GPU mask.
@@ -57,6 +78,19 @@ pub struct AttestFacts {
     pub elapsed_ms: u64,
     /// The host's name (`uname` nodename), raw.
     pub host_name: Option<OsText>,
+    /// The pipe directory's pid file (550+), as the preflight records it (issue 20: absent in
+    /// snapshots written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_file: Option<PidFileFacts>,
+    /// The control daemon's process (its command line shows multi-user mode), found as the
+    /// preflight finds it: the pid file, else a bounded `/proc` scan (issue 20; absent in
+    /// older snapshots: multi-user mode unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_process: Option<DaemonSearch>,
+    /// `readlink /proc/self/ns/pid` of the attesting process, raw: its PID namespace (issue 20;
+    /// absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer_pid_namespace: Option<String>,
 }
 
 /// A process that should be an MPS client, as `/proc/<pid>` showed it, raw.
@@ -76,9 +110,23 @@ pub struct ClientFacts {
     /// The [`CLIENT_ENVIRON_VARS`] its `/proc/<pid>/environ` sets (an absent key is unset;
     /// `None` when the file could not be read: another user's, without root).
     pub environ: Option<BTreeMap<String, OsText>>,
-    /// The OS error of each file that could not be read (`entry`, `status`, `environ`).
+    /// The OS error of each file that could not be read (`entry`, `status`, `environ`, `stat`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
+    /// Its start time: field 22 of `/proc/<pid>/stat` (clock ticks after boot), read in this
+    /// round (issue 21 part 2; absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
+    /// The start time pinned at the first observation that read one (`--wait-ms` rounds): a
+    /// later round that reads another start time saw another process that reused the PID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_start_time: Option<u64>,
+    /// `readlink /proc/<pid>/ns/pid`, raw (issue 20; absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_namespace: Option<String>,
+    /// The text after `NSpid:` in `/proc/<pid>/status`, raw (absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nspid: Option<String>,
 }
 
 impl ClientFacts {
@@ -91,6 +139,10 @@ impl ClientFacts {
             status_uid: None,
             environ: None,
             errors: BTreeMap::new(),
+            start_time: None,
+            first_start_time: None,
+            pid_namespace: None,
+            nspid: None,
         }
     }
 }

@@ -3,7 +3,8 @@
 use crate::text::repr;
 
 use super::{
-    AttestCode, AttestFacts, ClientFacts, LikelyCause, ProcessAttestation, Role, server_uid,
+    AttestCode, AttestFacts, ClientFacts, LikelyCause, ProcessAttestation, Role, server_problem,
+    server_uid,
 };
 
 /// Everything a message may name.
@@ -29,19 +30,10 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
         AttestCode::Attached => format!("{who} is attached to MPS server {server}"),
         AttestCode::NotRunning => format!(
             "{who} is not running{}: it exited or was never started with this PID; read its log, start it again, then attest its new PID",
-            if subject
-                .client
-                .state
-                .as_deref()
-                .is_some_and(|s| s.starts_with('Z'))
-            {
-                " (it has exited and waits to be reaped)"
-            } else {
-                ""
-            }
+            not_running_detail(subject.client)
         ),
         AttestCode::ProcessUnobservable => format!(
-            "whether {who} runs cannot be told: {}; run attest in the job's PID namespace (not in another container) and where /proc is not mounted with hidepid",
+            "whether {who} runs cannot be told: {}; run attest in the control daemon's PID namespace (the host, or a hostPID pod) and where /proc is not mounted with hidepid",
             errors(subject.client)
         ),
         AttestCode::ClientOfAnotherServer => format!(
@@ -59,6 +51,17 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
                 .uid
                 .map_or_else(|| "?".to_owned(), |u| u.to_string()),
         ),
+        AttestCode::UidUnproven
+            if verdict.uid.is_some() && server_problem(subject.facts, server).is_some() =>
+        {
+            format!(
+                "{who} is listed by MPS server {server}, but that server's owner is unproven: {}; run attest in the control daemon's PID namespace (the host, or a hostPID pod)",
+                server_problem(subject.facts, server).unwrap_or_default()
+            )
+        }
+        AttestCode::PidNamespaceDiffers => format!(
+            "{who} cannot be matched with the control daemon's clients: {detail}. The daemon lists PIDs as its own PID namespace sees them: run attest in the daemon's PID namespace (the host, or a hostPID pod) with the processes' PIDs there; the job itself need not be restarted"
+        ),
         AttestCode::UidUnproven => uid_unproven(subject, &who, server),
         AttestCode::DaemonDidNotAnswer => format!(
             "could not ask the control daemon on {dir} whether {who} is its client: {detail}; check the daemon with `mps-preflight doctor`, then attest again"
@@ -66,6 +69,20 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
         AttestCode::AnswerUnrecognized => format!(
             "{who} is unproven, not attested: the control daemon on {dir} answered in a format this version does not recognise ({detail}); keep the answer (`attest --save-snapshot FILE`) and report it with the driver version"
         ),
+    }
+}
+
+/// Why a process counts as not running: a zombie, or its PID reused by another process.
+fn not_running_detail(client: &ClientFacts) -> String {
+    match (client.first_start_time, client.start_time) {
+        (Some(first), Some(now)) if first != now => format!(
+            " (it has exited, and PID {} now names another process: start time {now}, not the {first} first observed)",
+            client.pid
+        ),
+        _ if client.state.as_deref().is_some_and(|s| s.starts_with('Z')) => {
+            " (it has exited and waits to be reaped)".to_owned()
+        }
+        _ => String::new(),
     }
 }
 
@@ -162,7 +179,7 @@ fn uid_unproven(subject: &Subject<'_>, who: &str, server: i64) -> String {
         .as_ref()
         .is_some_and(|caller| caller.euid == 0)
     {
-        "attest already runs as root, so /proc hides it otherwise: run attest in the job's PID namespace (not in another container) and where /proc is not mounted with hidepid"
+        "attest already runs as root, so /proc hides it otherwise: run attest in the control daemon's PID namespace (the host, or a hostPID pod) and where /proc is not mounted with hidepid"
     } else {
         "run attest as root or as the job's user"
     };

@@ -5,6 +5,8 @@
 mod answers;
 mod facts;
 mod message;
+pub(crate) mod namespace;
+mod seen;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,9 +14,11 @@ use answers::Unproven;
 pub use answers::parse_client_list;
 pub use facts::{
     ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, ClientFacts, PipeDirectorySource, ServerFacts,
+    stat_start_time,
 };
+use seen::{Seen, listing, seen};
 
-use crate::served::effective_uid;
+use crate::served::{self, effective_uid};
 use crate::{DEFAULT_PIPE_DIRECTORY, OsText};
 
 /// One process's state. The kebab-case spelling ([`AttestCode::as_str`]) is stable.
@@ -42,11 +46,15 @@ pub enum AttestCode {
     DaemonDidNotAnswer,
     /// The daemon answered in a format this version does not recognise: unproven.
     AnswerUnrecognized,
+    /// It runs in another PID namespace than the control daemon, and its PID as the daemon
+    /// sees it cannot be told from the attester's namespace (or the daemon lists a client it
+    /// cannot see, as PID 0).
+    PidNamespaceDiffers,
 }
 
 impl AttestCode {
     /// Every code, in the order the decision checks them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Attached,
         Self::NotRunning,
         Self::ProcessUnobservable,
@@ -56,6 +64,7 @@ impl AttestCode {
         Self::UidUnproven,
         Self::DaemonDidNotAnswer,
         Self::AnswerUnrecognized,
+        Self::PidNamespaceDiffers,
     ];
 
     /// The stable kebab-case spelling.
@@ -70,6 +79,7 @@ impl AttestCode {
             Self::UidUnproven => "uid-unproven",
             Self::DaemonDidNotAnswer => "daemon-did-not-answer",
             Self::AnswerUnrecognized => "answer-unrecognized",
+            Self::PidNamespaceDiffers => "pid-namespace-differs",
         }
     }
 }
@@ -130,6 +140,10 @@ pub struct ProcessAttestation {
     pub environ_read: bool,
     /// Why it is not attached and what to do (null when attached).
     pub message: Option<String>,
+    /// Its start time pinned at the first observation (field 22 of `/proc/<pid>/stat`, clock
+    /// ticks after boot): with the PID, the process's identity (null: not read).
+    #[serde(default)]
+    pub start_time: Option<u64>,
 }
 
 /// The attestation: written on stdout and under `cuda_process_sharing.attestation`.
@@ -158,6 +172,10 @@ pub struct Attestation {
     pub elapsed_ms: u64,
     /// The host's name.
     pub host_name: Option<String>,
+    /// Whether the control daemon runs in multi-user mode, as its command line shows (null:
+    /// not proven either way). In multi-user mode the root server serves every user's clients.
+    #[serde(default)]
+    pub daemon_multiuser: Option<bool>,
 }
 
 impl Attestation {
@@ -185,7 +203,13 @@ impl Attestation {
                 )
             })
             .collect();
-        if !self.attested && lines.is_empty() {
+        if !self.attested && lines.is_empty() && self.learner.pid == self.collector.pid {
+            lines.push(format!(
+                "{}: {}",
+                AttestCode::AnswerUnrecognized.as_str(),
+                same_process(self.learner.pid)
+            ));
+        } else if !self.attested && lines.is_empty() {
             lines.push(format!(
                 "{}: {}",
                 AttestCode::ClientOfAnotherServer.as_str(),
@@ -206,11 +230,25 @@ impl Attestation {
     }
 }
 
-/// Where one process was found in the daemon's answers.
-enum Seen {
-    Listed(i64),
-    NotListed,
-    Unknown(Unproven),
+/// The message when the learner and the collector are given the same PID (issue 21 part 2):
+/// one process proves nothing about two, so the front ends refuse it as a usage error.
+pub fn same_process(pid: i64) -> String {
+    format!(
+        "the learner and the collector are the same process (PID {pid}): one process proves nothing about two sharing a GPU; give each process's own PID"
+    )
+}
+
+/// `Err` with [`same_process`]'s message when the two PIDs are one: a usage error in every
+/// front end (the CLI's `attest` and `doctor`, the Python `attest()`, a replayed snapshot).
+///
+/// # Errors
+/// The two PIDs are equal.
+pub fn distinct_pids(learner: i64, collector: i64) -> Result<(), String> {
+    if learner == collector {
+        Err(same_process(learner))
+    } else {
+        Ok(())
+    }
 }
 
 /// Judges an attestation snapshot: attested when both PIDs are listed as clients of the same
@@ -225,11 +263,38 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
             .collect(),
         Err(_) => Vec::new(),
     };
-    let seen = |pid| seen(pid, &servers, &listings);
-    let (learner_seen, collector_seen) = (seen(facts.learner.pid), seen(facts.collector.pid));
+    let daemon = served::identify_in(facts.daemon_process.as_ref(), facts.pid_file.as_ref(), dir);
+    let daemon_namespace = match &daemon {
+        served::DaemonProcess::Found(process) => process.pid_namespace.as_deref(),
+        served::DaemonProcess::Unknown(_) => None,
+    };
+    // The daemon answered, but its pid file's PID is not running here (issue 20 part 2).
+    let split = servers
+        .is_ok()
+        .then(|| namespace::pid_file_split(facts.pid_file.as_ref()))
+        .flatten();
+    let seen = |client: &ClientFacts| match namespace::in_daemon_namespace(
+        client,
+        daemon_namespace,
+        facts.observer_pid_namespace.as_deref(),
+    ) {
+        Ok(pid) => match (seen(pid, &servers, &listings), &split) {
+            (Seen::NotListed, Some(detail)) => Seen::Unknown(Unproven {
+                code: AttestCode::PidNamespaceDiffers,
+                detail: format!("PID {pid} is not listed, and {detail}"),
+            }),
+            (seen, _) => seen,
+        },
+        Err(detail) => Seen::Unknown(Unproven {
+            code: AttestCode::PidNamespaceDiffers,
+            detail,
+        }),
+    };
+    let (learner_seen, collector_seen) = (seen(&facts.learner), seen(&facts.collector));
     let context = Context {
         facts,
         servers: servers.as_deref().unwrap_or_default(),
+        multiuser: served::daemon_multiuser(&daemon) == Some(true),
     };
     let learner = context.judge(
         Role::Learner,
@@ -243,7 +308,10 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         &collector_seen,
         &learner_seen,
     );
-    let attested = learner.code == AttestCode::Attached
+    // Two roles on one PID prove nothing about two processes: never attested (the front ends
+    // refuse it before observing; this keeps the rule in the policy too).
+    let attested = facts.learner.pid != facts.collector.pid
+        && learner.code == AttestCode::Attached
         && collector.code == AttestCode::Attached
         && learner.server_pid.is_some()
         && learner.server_pid == collector.server_pid;
@@ -260,55 +328,24 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         rounds: facts.rounds,
         elapsed_ms: facts.elapsed_ms,
         host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
+        daemon_multiuser: served::daemon_multiuser(&daemon),
     }
 }
 
-fn listing(facts: &AttestFacts, server: i64, dir: &[u8]) -> Result<Vec<i64>, Unproven> {
-    match facts.servers.iter().find(|s| s.pid == server) {
-        Some(s) => answers::clients(&s.client_query, server, dir),
-        None => Err(Unproven {
-            code: AttestCode::DaemonDidNotAnswer,
-            detail: format!("the clients of server {server} were not asked"),
-        }),
-    }
-}
-
-fn seen(
-    pid: i64,
-    servers: &Result<Vec<i64>, Unproven>,
-    listings: &[(i64, Result<Vec<i64>, Unproven>)],
-) -> Seen {
-    if let Err(unproven) = servers {
-        return Seen::Unknown(unproven.clone());
-    }
-    let listed: Vec<i64> = listings
-        .iter()
-        .filter(|(_, clients)| clients.as_ref().is_ok_and(|c| c.contains(&pid)))
-        .map(|(server, _)| *server)
-        .collect();
-    match listed.as_slice() {
-        [one] => Seen::Listed(*one),
-        [] => match listings
-            .iter()
-            .find_map(|(_, clients)| clients.as_ref().err())
-        {
-            Some(unproven) => Seen::Unknown(unproven.clone()),
-            None => Seen::NotListed,
-        },
-        many => Seen::Unknown(Unproven {
-            code: AttestCode::AnswerUnrecognized,
-            detail: format!(
-                "PID {pid} is listed as a client of {} servers ({many:?})",
-                many.len()
-            ),
-        }),
-    }
-}
-
-/// The effective UID of a listed server, from its recorded process.
+/// The effective UID of a listed server, from its recorded process, when that process is
+/// proven to be an MPS server (comm and argv[0], where read).
 fn server_uid(facts: &AttestFacts, server: i64) -> Option<u32> {
     let process = &facts.servers.iter().find(|s| s.pid == server)?.process;
+    if namespace::not_a_server(process).is_some() {
+        return None;
+    }
     effective_uid(process.status_uid.as_deref()?)
+}
+
+/// Why a listed server's recorded process is not an MPS server, if it is not.
+fn server_problem(facts: &AttestFacts, server: i64) -> Option<String> {
+    let process = &facts.servers.iter().find(|s| s.pid == server)?.process;
+    namespace::not_a_server(process)
 }
 
 /// A client's effective UID.
@@ -328,9 +365,17 @@ fn client_pipe_directory(client: &ClientFacts) -> Option<&[u8]> {
 struct Context<'a> {
     facts: &'a AttestFacts,
     servers: &'a [i64],
+    /// The daemon's multi-user mode is proven: its root server serves every user.
+    multiuser: bool,
 }
 
 impl Context<'_> {
+    /// Whether a server of UID `server` serves a client of UID `client`: the same user, or the
+    /// root server of a daemon whose multi-user mode is proven (shared notes gpu-truth.md §8).
+    fn serves(&self, server: u32, client: u32) -> bool {
+        server == client || (self.multiuser && server == 0)
+    }
+
     fn judge(
         &self,
         role: Role,
@@ -355,6 +400,7 @@ impl Context<'_> {
             cuda_visible_devices: env("CUDA_VISIBLE_DEVICES"),
             environ_read: client.environ.is_some(),
             message: None,
+            start_time: client.first_start_time.or(client.start_time),
         };
         let (code, cause) = self.decide(client, seen, other, &mut verdict);
         verdict.code = code;
@@ -393,7 +439,9 @@ impl Context<'_> {
             Seen::Listed(server) => {
                 verdict.server_pid = Some(*server);
                 let code = match (verdict.uid, server_uid(self.facts, *server)) {
-                    (Some(own), Some(theirs)) if own != theirs => AttestCode::ServerOfAnotherUser,
+                    (Some(own), Some(theirs)) if !self.serves(theirs, own) => {
+                        AttestCode::ServerOfAnotherUser
+                    }
                     (Some(_), Some(_)) => match other {
                         Seen::Listed(elsewhere) if elsewhere != server => {
                             AttestCode::ClientOfAnotherServer
@@ -423,7 +471,7 @@ impl Context<'_> {
             .map(|&s| server_uid(self.facts, s))
             .collect();
         match (uid, owners) {
-            (Some(uid), Some(owners)) if !owners.contains(&uid) => {
+            (Some(uid), Some(owners)) if !owners.iter().any(|&owner| self.serves(owner, uid)) => {
                 Some(LikelyCause::UidDiffersFromServer)
             }
             _ => None,
@@ -431,8 +479,19 @@ impl Context<'_> {
     }
 }
 
-/// `not-running` or `process-unobservable`, or `None` when the process runs.
+/// `not-running` or `process-unobservable`, or `None` when the process runs. A PID whose start
+/// time changed since it was pinned names another process: the one first observed has exited
+/// (issue 21 part 2). One whose start time can no longer be read is unproven.
 fn liveness(client: &ClientFacts) -> Option<AttestCode> {
+    if let Some(pinned) = client.first_start_time
+        && client.exists != Some(false)
+    {
+        match client.start_time {
+            Some(now) if now != pinned => return Some(AttestCode::NotRunning),
+            Some(_) => {}
+            None => return Some(AttestCode::ProcessUnobservable),
+        }
+    }
     match (client.exists, client.state.as_deref()) {
         (Some(false), _) => Some(AttestCode::NotRunning),
         (_, Some(state)) if state.starts_with(['Z', 'X']) => Some(AttestCode::NotRunning),

@@ -10,9 +10,9 @@ use sharing_policy::{
     client_query, parse_client_list, probe_stdin,
 };
 
-const DIR: &str = "/tmp/nvidia-mps";
-const LEARNER: i64 = 4267;
-const COLLECTOR: i64 = 4281;
+pub(crate) const DIR: &str = "/tmp/nvidia-mps";
+pub(crate) const LEARNER: i64 = 4267;
+pub(crate) const COLLECTOR: i64 = 4281;
 
 fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
     QueryOutcome::Exited {
@@ -41,7 +41,7 @@ fn uid_line(uid: u32) -> String {
     format!("{uid}\t{uid}\t{uid}\t{uid}")
 }
 
-fn client(pid: i64, uid: u32, dir: Option<&str>) -> ClientFacts {
+pub(crate) fn client(pid: i64, uid: u32, dir: Option<&str>) -> ClientFacts {
     let mut environ = BTreeMap::new();
     if let Some(dir) = dir {
         environ.insert("CUDA_MPS_PIPE_DIRECTORY".to_owned(), OsText::from(dir));
@@ -55,7 +55,7 @@ fn client(pid: i64, uid: u32, dir: Option<&str>) -> ClientFacts {
     }
 }
 
-fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
+pub(crate) fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
     let stdin = probe_stdin(&client_query(Pid::new(pid).unwrap()));
     ServerFacts {
         pid,
@@ -68,11 +68,11 @@ fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
 }
 
 /// A host where both processes (UID 1000) are clients of server 4428 (UID 1000).
-fn healthy() -> AttestFacts {
+pub(crate) fn healthy() -> AttestFacts {
     with_servers(vec![server(4428, 1000, "4267\n4281\n")])
 }
 
-fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
+pub(crate) fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
     let list = servers
         .iter()
         .fold(String::new(), |all, s| all + &s.pid.to_string() + "\n");
@@ -93,6 +93,9 @@ fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
         rounds: 1,
         elapsed_ms: 3,
         host_name: None,
+        pid_file: None,
+        daemon_process: None,
+        observer_pid_namespace: None,
     }
 }
 
@@ -177,6 +180,27 @@ fn scenarios() -> Vec<(&'static str, AttestFacts)> {
     };
     out.push(("daemon-did-not-answer timeout", hung));
     out.push((
+        "pid-namespace-differs client pid 0",
+        with_servers(vec![server(4428, 1000, "0\n4281\n")]),
+    ));
+    // The attester in a pod, the daemon on the host (hostPID), the job in the pod.
+    let mut pod = healthy();
+    let (pid_file, mut search) = crate::attest_deployed::daemon(&["-d"]);
+    search.processes[0].pid_namespace = Some("pid:[4026531836]".to_owned());
+    (pod.pid_file, pod.daemon_process) = (Some(pid_file), Some(search));
+    pod.observer_pid_namespace = Some("pid:[4026532999]".to_owned());
+    for (client, own) in [(&mut pod.learner, "6"), (&mut pod.collector, "7")] {
+        client.pid_namespace = Some("pid:[4026532999]".to_owned());
+        client.nspid = Some(own.to_owned());
+    }
+    out.push(("pid-namespace-differs attester in a pod", pod));
+    let mut not_a_server = healthy();
+    not_a_server.servers[0].process.comm = Some("bash".to_owned());
+    out.push((
+        "uid-unproven listed server is not an MPS server",
+        not_a_server,
+    ));
+    out.push((
         "answer-unrecognized",
         with_servers(vec![server(4428, 1000, "PID 4267 ctx 0\nPID 4281 ctx 1\n")]),
     ));
@@ -249,7 +273,7 @@ fn client_lists_are_parsed_strictly() {
         ("Server 4428 not found\n", Some(vec![])),
         ("Server 4428 not found", Some(vec![])),
         ("Server 4429 not found\n", None),
-        ("0\n", None),
+        ("0\n", Some(vec![0])),
         ("-4267\n", None),
         ("+4267\n", None),
         ("4267,4281\n", None),
@@ -277,6 +301,64 @@ fn a_client_query_for_another_server_or_directory_is_unproven() {
     assert_eq!(attest(&facts).learner.code, AttestCode::DaemonDidNotAnswer);
 }
 
+/// Issue 20 part 3: a client answer whose first line is a PID (the percentage command was lost)
+/// is unrecognized, never "one client fewer"; a server answer of PID lines is never idle.
+#[test]
+fn a_pid_first_line_is_unrecognized() {
+    let mut facts = healthy();
+    facts.servers[0].client_query.outcome = exited(0, "4267\n4281\n", "");
+    let attestation = attest(&facts);
+    assert!(!attestation.attested);
+    assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
+    let mut facts = healthy();
+    facts.server_query = Some(record(probe_stdin(&DAEMON_PROBE), exited(0, "4428\n", "")));
+    let attestation = attest(&facts);
+    assert!(!attestation.attested);
+    assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
+}
+
+/// Issue 21 part 2: one process in both roles is never attested, even when listed.
+#[test]
+fn one_pid_in_both_roles_is_never_attested() {
+    let mut facts = healthy();
+    facts.collector = client(LEARNER, 1000, Some(DIR));
+    let attestation = attest(&facts);
+    assert!(!attestation.attested);
+    assert_eq!(attestation.server_pid, None);
+    let lines = attestation.error_lines();
+    assert!(
+        lines[0].contains("the same process (PID 4267)"),
+        "{lines:?}"
+    );
+    assert!(sharing_policy::distinct_pids(LEARNER, LEARNER).is_err());
+    assert!(sharing_policy::distinct_pids(LEARNER, COLLECTOR).is_ok());
+}
+
+/// The daemons a snapshot may hold: none, single-user, multi-user (two spellings), unreadable
+/// options.
+const DAEMONS: [Option<&[&str]>; 5] = [
+    None,
+    Some(&["-d"]),
+    Some(&["-d", "-M"]),
+    Some(&["-dM"]),
+    Some(&["-d", "-x"]),
+];
+
+/// Whether the snapshot's daemon command line is a multi-user one (known independently of the
+/// parser: the generator's two multi-user spellings).
+fn proven_multiuser(facts: &AttestFacts) -> bool {
+    facts.daemon_process.as_ref().is_some_and(|search| {
+        search.processes.iter().any(|p| {
+            let line: Option<Vec<String>> = p
+                .cmdline
+                .as_ref()
+                .map(|c| c.iter().skip(1).map(OsText::to_string_lossy).collect());
+            matches!(line.as_deref(), Some([a, b]) if a == "-d" && b == "-M")
+                || matches!(line.as_deref(), Some([a]) if a == "-dM")
+        })
+    })
+}
+
 fn arb_facts() -> impl Strategy<Value = AttestFacts> {
     let pid = prop_oneof![Just(LEARNER), Just(COLLECTOR), 1_i64..6];
     let clients = prop::collection::vec(pid, 0..4);
@@ -284,20 +366,25 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
         4 => clients.prop_map(|pids| pids.iter().fold(String::new(), |all, p| all + &p.to_string() + "\n")),
         1 => Just("garbage\n".to_owned()),
     ];
-    let one_server = (1_i64..4, 0_u32..2, answer);
+    let comm = prop::sample::select(vec![None, Some("nvidia-cuda-mps"), Some("bash")]);
+    let one_server = (1_i64..4, 0_u32..2, answer, comm);
     (
         prop::collection::vec(one_server, 0..4),
         0_u32..2,
         0_u32..2,
         any::<bool>(),
         any::<bool>(),
+        prop::sample::select(DAEMONS.to_vec()),
+        0_u8..5,
     )
         .prop_map(
-            |(servers, learner_uid, collector_uid, learner_alive, dir_ok)| {
+            |(servers, learner_uid, collector_uid, learner_alive, dir_ok, daemon, layout)| {
                 let mut unique: Vec<ServerFacts> = Vec::new();
-                for (pid, uid, clients) in servers {
+                for (pid, uid, clients, comm) in servers {
                     if unique.iter().all(|s| s.pid != 4000 + pid) {
-                        unique.push(server(4000 + pid, uid, &clients));
+                        let mut one = server(4000 + pid, uid, &clients);
+                        one.process.comm = comm.map(str::to_owned);
+                        unique.push(one);
                     }
                 }
                 let mut facts = with_servers(unique);
@@ -306,9 +393,55 @@ fn arb_facts() -> impl Strategy<Value = AttestFacts> {
                 if !learner_alive {
                     facts.learner.state = Some("Z (zombie)".to_owned());
                 }
+                if let Some(args) = daemon {
+                    let (pid_file, search) = crate::attest_deployed::daemon(args);
+                    facts.pid_file = Some(pid_file);
+                    facts.daemon_process = Some(search);
+                }
+                set_layout(&mut facts, layout);
                 facts
             },
         )
+}
+
+const HOST_NS: &str = "pid:[4026531836]";
+const POD_NS: &str = "pid:[4026532999]";
+
+/// The PID namespaces of the attester, the daemon and both clients (see [`translated`]).
+fn set_layout(facts: &mut AttestFacts, layout: u8) {
+    let (observer, daemon, clients) = match layout {
+        1 => (HOST_NS, HOST_NS, HOST_NS),
+        2 => (HOST_NS, HOST_NS, POD_NS),
+        3 => (HOST_NS, POD_NS, POD_NS),
+        4 => (POD_NS, HOST_NS, POD_NS),
+        _ => return,
+    };
+    facts.observer_pid_namespace = Some(observer.to_owned());
+    if let Some(search) = &mut facts.daemon_process {
+        search.processes[0].pid_namespace = Some(daemon.to_owned());
+    }
+    for (client, inner) in [(&mut facts.learner, 1), (&mut facts.collector, 2)] {
+        client.pid_namespace = Some(clients.to_owned());
+        client.nspid = Some(if clients == observer {
+            client.pid.to_string()
+        } else {
+            format!("{}\t{inner}", client.pid)
+        });
+    }
+}
+
+/// The client's PID in the daemon's namespace, known independently of the policy: `None` where
+/// it cannot be told (the attester in a pod, the daemon on the host).
+fn translated(facts: &AttestFacts, client: &sharing_policy::ClientFacts) -> Option<i64> {
+    let daemon_ns = facts
+        .daemon_process
+        .as_ref()
+        .and_then(|search| search.processes[0].pid_namespace.as_deref());
+    match (facts.observer_pid_namespace.as_deref(), daemon_ns) {
+        (Some(HOST_NS), Some(POD_NS)) => client.nspid.as_deref()?.split('\t').nth(1)?.parse().ok(),
+        (Some(POD_NS), Some(HOST_NS)) => None,
+        _ => Some(client.pid),
+    }
 }
 
 /// Whether `pid` appears among the whitespace-separated tokens of a server's client answer.
@@ -327,16 +460,25 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn attested_implies_both_listed_under_one_server_of_their_uid(facts in arb_facts()) {
+    fn attested_implies_both_listed_under_one_server_of_their_uid_or_root_multiuser(facts in arb_facts()) {
         let attestation = attest(&facts);
         if attestation.attested {
             let server = attestation.server_pid.unwrap();
             let facts_of = facts.servers.iter().find(|s| s.pid == server).unwrap();
-            prop_assert!(listed(facts_of, LEARNER) && listed(facts_of, COLLECTOR));
+            // Both PIDs, translated into the daemon's namespace, under one proven MPS server.
+            let (learner, collector) = (translated(&facts, &facts.learner), translated(&facts, &facts.collector));
+            prop_assert!(learner.is_some() && collector.is_some());
+            prop_assert!(listed(facts_of, learner.unwrap_or_default()) && listed(facts_of, collector.unwrap_or_default()));
+            prop_assert_ne!(facts_of.process.comm.as_deref(), Some("bash"));
             let uid = |line: &Option<String>| line.as_deref().and_then(|l| l.split('\t').nth(1)).map(str::to_owned);
-            prop_assert_eq!(uid(&facts_of.process.status_uid), uid(&facts.learner.status_uid));
-            prop_assert_eq!(uid(&facts_of.process.status_uid), uid(&facts.collector.status_uid));
-            prop_assert_eq!(attestation.server_uid, attestation.learner.uid);
+            let theirs = uid(&facts_of.process.status_uid);
+            prop_assert!(theirs.is_some());
+            // Of their UID, or root in proven multi-user mode (issue 20).
+            let root_multiuser = theirs.as_deref() == Some("0") && proven_multiuser(&facts);
+            for client in [&facts.learner, &facts.collector] {
+                prop_assert!(theirs == uid(&client.status_uid) || root_multiuser);
+            }
+            prop_assert!(attestation.server_uid == attestation.learner.uid || root_multiuser);
             prop_assert!(attestation.error_lines().is_empty());
         } else {
             prop_assert!(!attestation.error_lines().is_empty());

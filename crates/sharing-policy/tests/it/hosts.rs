@@ -53,7 +53,12 @@ fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
     }
 }
 
-fn env(
+/// No CUDA variable set (pipe directory `/tmp/nvidia-mps`).
+pub(crate) fn default_env() -> EnvFacts {
+    env(None, None, None, None)
+}
+
+pub(crate) fn env(
     visible: Option<&str>,
     order: Option<&str>,
     pipe: Option<&str>,
@@ -645,6 +650,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
     out.push(("healthy-daemon-stale-pid-file", stale_pid));
 
     out.extend(served_fixtures());
+    out.extend(crate::hosts_deployed::fixtures());
     out
 }
 

@@ -12,10 +12,12 @@
 )]
 
 mod attest;
+mod attest_deployed;
 mod changes;
 mod details;
 mod fixtures;
 mod hosts;
+mod hosts_deployed;
 mod props;
 mod seed_order;
 mod support;

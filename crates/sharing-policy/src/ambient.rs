@@ -46,6 +46,9 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         driver_version: None,
         unverified: Vec::new(),
         host_name: None,
+        default_active_thread_percentage: None,
+        default_pinned_mem_limit: None,
+        server_status: None,
     };
     if facts.schema != SCHEMA && facts.schema != SCHEMA_V1 {
         return evidence;
@@ -86,6 +89,8 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     {
         evidence.ambient_server = true;
         evidence.server_pid = server_pid;
+        evidence.default_active_thread_percentage =
+            crate::limits::default_percentage(facts.daemon_query.as_ref());
     }
     evidence.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
 

@@ -72,4 +72,17 @@ pub struct Evidence {
     /// recorded). `merge` groups its per-host checks by it.
     #[serde(default)]
     pub host_name: Option<String>,
+    /// The daemon's default active-thread percentage, from the liveness line
+    /// (`get_default_active_thread_percentage`, `%.1f`); null when not read. Issue 20.
+    #[serde(default)]
+    pub default_active_thread_percentage: Option<crate::Percentage>,
+    /// The daemon's default pinned-memory limit for the validated GPU's device ordinal, as
+    /// the daemon printed it (`10G`, `512M`: whole GiB are rounded down); null when no limit
+    /// is set or when it was not read (`unverified` says which, when a requirement asked).
+    #[serde(default)]
+    pub default_pinned_mem_limit: Option<String>,
+    /// The state of the first listed MPS server (`ACTIVE`, `INITIALIZING`, `FAULT`; 550+
+    /// `get_server_status`); null when no server is listed or its state was not read.
+    #[serde(default)]
+    pub server_status: Option<String>,
 }

@@ -149,6 +149,11 @@ pub struct HostFacts {
     /// (read as `None`) and left out of the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<OsText>,
+    /// v3: the settings session asked after a live daemon answered (issue 20,
+    /// [`crate::separated`]): each listed server's state and the default pinned-memory limit
+    /// of each GPU ordinal, between liveness lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_query: Option<QueryRecord>,
 }
 
 impl HostFacts {
@@ -167,6 +172,7 @@ impl HostFacts {
             server_processes: None,
             daemon_process: None,
             host_name: None,
+            settings_query: None,
         }
     }
 }

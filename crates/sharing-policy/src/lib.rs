@@ -11,6 +11,7 @@ mod evidence;
 mod facts;
 mod finding;
 mod gpu;
+mod limits;
 mod process;
 mod request;
 pub mod retry;
@@ -27,7 +28,7 @@ pub use attest::{
     parse_client_list,
 };
 pub use code::Code;
-pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin};
+pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
@@ -37,6 +38,7 @@ pub use facts::{
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{GPU_QUERY_ARGS, HostTableError, host_gpu_table, index_order_trusted};
+pub use limits::{MemSize, Percentage, settings_commands};
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };

@@ -200,8 +200,26 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         server_processes: None,
         daemon_process: None,
         host_name: None,
+        settings_query: None,
         env,
     }
+}
+
+/// The settings session (issue 20) the probe would ask on `facts`, each asked command answered
+/// by `answer` (its lines, newline-terminated; `""` for none) between `100.0` liveness lines.
+pub(crate) fn settings(
+    facts: &HostFacts,
+    answer: impl Fn(sharing_policy::ReadOnlyCommand) -> String,
+) -> Option<QueryRecord> {
+    let session = sharing_policy::settings_commands(facts)?;
+    let mut stdout = String::from("100.0\n");
+    for command in session.iter().skip(1).step_by(2) {
+        stdout.push_str(&answer(*command));
+        stdout.push_str("100.0\n");
+    }
+    let mut record = daemon_query(&facts.env, exited(0, &stdout, ""));
+    record.stdin = probe_stdin(&session);
+    Some(record)
 }
 
 /// A v2 GPU query: each row of `smi` with its compute mode and driver version first.

@@ -2,7 +2,7 @@
 
 use crate::daemon::{self, DaemonStatus};
 use crate::device::parse_cuda_index;
-use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMA, SCHEMA_V1, gpu, served};
+use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMAS_READ, gpu, served};
 
 /// Whether the learner or the collector is a CUDA device (what makes a null request look at
 /// the host; [`crate::observes_host`]).
@@ -50,7 +50,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         default_pinned_mem_limit: None,
         server_status: None,
     };
-    if facts.schema != SCHEMA && facts.schema != SCHEMA_V1 {
+    if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;
     }
     evidence.host_name = facts.host_name.as_ref().map(OsText::to_string_lossy);

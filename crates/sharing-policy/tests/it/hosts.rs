@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use sharing_policy::{
     AccessFacts, CallerFacts, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearch,
     DaemonSearchMethod, EnvFacts, FileFacts, FileKind, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM,
-    HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome, QueryRecord, SCHEMA,
-    SCHEMA_V1, probe_stdin,
+    HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome, QueryRecord, SCHEMA_V1,
+    SCHEMA_V2, probe_stdin,
 };
 
 pub(crate) const H100_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
@@ -277,7 +277,7 @@ pub(crate) fn by_pid_file(processes: Vec<ProcessFacts>) -> DaemonSearch {
 /// the daemon pinned to `H100_A` unless `daemon` says otherwise.
 pub(crate) fn served(answer: &str, server_uid: u32, mode: &str) -> HostFacts {
     let mut facts = healthy(env(None, None, None, None), TWO_H100, answer);
-    SCHEMA.clone_into(&mut facts.schema);
+    SCHEMA_V2.clone_into(&mut facts.schema);
     facts.gpu_query = Some(gpu_query_v2(TWO_H100, mode));
     facts.caller = Some(CallerFacts {
         uid: 1000,
@@ -584,6 +584,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
         },
     ));
     mac.pid_file = Some(no_pid_file(&default, ENOENT));
+    SCHEMA_V2.clone_into(&mut mac.schema);
     out.push(("non-linux", mac));
 
     // Extra scenarios, one per remaining rejection family.
@@ -663,6 +664,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
     out.push(("healthy-daemon-stale-pid-file", stale_pid));
 
     out.extend(served_fixtures());
+    out.extend(crate::settings::fixtures());
     out
 }
 

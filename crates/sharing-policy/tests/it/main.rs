@@ -18,5 +18,6 @@ mod fixtures;
 mod hosts;
 mod props;
 mod seed_order;
+mod settings;
 mod support;
 mod vocabulary;

@@ -342,7 +342,15 @@ fn assert_served(request: &Request, facts: &HostFacts, evidence: &sharing_policy
     if !evidence.unverified.is_empty() {
         return;
     }
-    assert_eq!(facts.schema, SCHEMA);
+    assert_ne!(facts.schema, SCHEMA_V1);
+    if evidence.server_pid.is_some() {
+        // Nothing unverified with a listed server: its state was read (a v3 settings session).
+        assert_eq!(facts.schema, SCHEMA);
+        assert!(matches!(
+            evidence.server_status.as_deref(),
+            Some("ACTIVE" | "INITIALIZING")
+        ));
+    }
     assert!(matches!(
         evidence.compute_mode.as_deref(),
         Some("Default" | "Exclusive_Process")
@@ -394,7 +402,12 @@ fn assert_invariants(request: &Request, facts: &HostFacts) {
     assert_eq!(evidence.configured.as_deref(), Some("mps"));
     assert_eq!(evidence.effective.as_deref(), Some("mps"));
     assert!(!evidence.ambient_server);
-    assert!(facts.schema == SCHEMA || facts.schema == SCHEMA_V1);
+    assert!(sharing_policy::SCHEMAS_READ.contains(&facts.schema.as_str()));
+    assert_ne!(
+        evidence.server_status.as_deref(),
+        Some("FAULT"),
+        "a server in FAULT is never validated"
+    );
     assert_served(request, facts, &evidence);
     let backend = request.backend.as_deref().map(|b| b.trim().to_lowercase());
     assert!(
@@ -566,7 +579,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                     &[
                         "",
                         "mps-preflight/host-facts/v0",
-                        "mps-preflight/host-facts/v3",
+                        "mps-preflight/host-facts/v4",
                     ],
                     s,
                 )

@@ -4,8 +4,10 @@ use crate::Code;
 
 /// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid`, then what
 /// "served" needs (schema v2): who asked, who owns the servers, the daemon's GPU scope and
-/// mode, the GPU's compute mode and driver, and what could not be verified; last, the host
-/// the rank ran on (`host_name`), which `merge` groups by.
+/// mode, the GPU's compute mode and driver, and what could not be verified; then the host
+/// the rank ran on (`host_name`), which `merge` groups by; last (issue 20), what the processes
+/// will be served with: the daemon's default active-thread percentage and pinned-memory limit
+/// for the GPU, and the server's state.
 ///
 /// Field order is the JSON key order; keep it. The keys after `daemon_pid` read as their
 /// defaults when absent, so older evidence still reads.

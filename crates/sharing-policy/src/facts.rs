@@ -141,7 +141,8 @@ impl From<&str> for OsText {
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HostFacts {
-    /// [`SCHEMA`], or [`SCHEMA_V1`] for an older snapshot (which has none of the v2 fields).
+    /// [`SCHEMA`], or an older one still read: [`SCHEMA_V2`] (no settings session) or
+    /// [`SCHEMA_V1`] (none of the v2 fields either).
     pub schema: String,
     /// The operating system, as Rust names it (`linux`, `macos`, `windows`, …).
     pub os: String,

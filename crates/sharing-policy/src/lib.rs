@@ -38,7 +38,7 @@ pub use facts::{
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{GPU_QUERY_ARGS, HostTableError, host_gpu_table, index_order_trusted};
-pub use limits::{MemSize, Percentage, settings_commands};
+pub use limits::{MemSize, Percentage, settings_answers, settings_commands};
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };

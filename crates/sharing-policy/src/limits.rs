@@ -336,6 +336,25 @@ pub(crate) fn session_answers<'a>(
     })
 }
 
+/// [`session_answers`] for callers outside the validator (the real-daemon recordings' tests,
+/// `attest`): each asked command of a recorded settings session with its answer lines, or why
+/// the record is not a readable session. The answers are not interpreted.
+///
+/// # Errors
+/// The record is not this probe's settings session, did not exit 0 with an empty stderr, or
+/// its stdout does not split into one answer per asked command between `%.1f` lines.
+pub fn settings_answers(
+    record: &QueryRecord,
+    pipe_directory: &crate::OsText,
+) -> Result<Vec<(ReadOnlyCommand, Vec<String>)>, String> {
+    session_answers(record, pipe_directory.as_bytes()).map(|answers| {
+        answers
+            .into_iter()
+            .map(|(command, lines)| (command, lines.into_iter().map(str::to_owned).collect()))
+            .collect()
+    })
+}
+
 /// The commands a settings session asked, between its liveness commands.
 fn asked_commands(
     record: &QueryRecord,

@@ -120,6 +120,9 @@ class Evidence:
     server_pid: int | None
     ambient_server: bool
     daemon_pid: int | None
+    default_active_thread_percentage: float | None
+    default_pinned_mem_limit: str | None
+    server_status: str | None
 
     def __init__(self, fields: Mapping[str, Any]) -> None:
         object.__setattr__(self, "_fields", dict(fields))
@@ -228,11 +231,21 @@ def _spec(
     timeout: float,
     *,
     compat: bool = False,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> dict[str, Any]:
     if learner_device is None:
         raise TypeError("missing required argument 'learner_device'")
     if isinstance(supported_backends, str):
         raise TypeError("supported_backends must be a sequence of names, not one str")
+    if isinstance(min_active_thread_percentage, bool) or not isinstance(
+        min_active_thread_percentage, (int, float, str, type(None))
+    ):
+        raise TypeError(
+            f"min_active_thread_percentage must be a number, got {min_active_thread_percentage!r}"
+        )
+    if not isinstance(min_pinned_mem, (str, type(None))):
+        raise TypeError(f"min_pinned_mem must be a str like '10G', got {min_pinned_mem!r}")
     return {
         "mode": request,
         "learner_device": learner_device,
@@ -244,6 +257,11 @@ def _spec(
         "learner_uuid": learner_uuid,
         "timeout": float(timeout),
         "compat": compat,
+        # Text, read by the same parser as the CLI's flags (a bad value raises ValueError).
+        "min_active_thread_percentage": (
+            None if min_active_thread_percentage is None else str(min_active_thread_percentage)
+        ),
+        "min_pinned_mem": min_pinned_mem,
     }
 
 
@@ -274,19 +292,26 @@ def probe(
     supported_backends: Sequence[str] = ("mjwarp",),
     learner_uuid: str | None = None,
     timeout: float = 5.0,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> Evidence:
     """Observe this host and validate the request, as ``mps-preflight probe``.
 
     ``request`` is ``None`` (or ``"null"``) for no sharing, or ``"mps"``; ``learner_device`` is
     required. ``learner_uuid`` is the learner's GPU UUID as its own CUDA runtime reports it.
     ``timeout`` is each host query's deadline in seconds. The GIL is released meanwhile.
+    ``min_active_thread_percentage`` (``50``, ``12.5``) and ``min_pinned_mem`` (``"512M"``,
+    ``"10G"``) are the CLI's ``--min-active-thread-percentage`` and ``--min-pinned-mem``.
 
     Raises:
         Rejected: the first unmet prerequisite of an explicit request (never for a null one).
+        ValueError: a minimum that is not a percentage or an amount of memory.
     """
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
         supported_backends, learner_uuid, timeout,
+        min_active_thread_percentage=min_active_thread_percentage,
+        min_pinned_mem=min_pinned_mem,
     )
     return Evidence(_unwrap(_native.probe(spec)))
 
@@ -302,6 +327,8 @@ def check(
     world_size: int = 1,
     supported_backends: Sequence[str] = ("mjwarp",),
     learner_uuid: str | None = None,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> Evidence:
     """Validate the request against a snapshot alone, as ``mps-preflight check``.
 
@@ -315,6 +342,8 @@ def check(
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
         supported_backends, learner_uuid, 5.0,
+        min_active_thread_percentage=min_active_thread_percentage,
+        min_pinned_mem=min_pinned_mem,
     )
     return Evidence(_unwrap(_native.check(spec, **_snapshot_source(snapshot))))
 
@@ -331,6 +360,8 @@ def doctor(
     learner_uuid: str | None = None,
     timeout: float = 5.0,
     snapshot: Mapping[str, Any] | StrPath | None = None,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> list[Finding]:
     """Every unmet prerequisite at once, as ``mps-preflight doctor``: on this host, or on
     ``snapshot``. Empty exactly when :func:`probe` (or :func:`check`) would validate.
@@ -341,6 +372,8 @@ def doctor(
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
         supported_backends, learner_uuid, timeout,
+        min_active_thread_percentage=min_active_thread_percentage,
+        min_pinned_mem=min_pinned_mem,
     )
     source = {} if snapshot is None else _snapshot_source(snapshot)
     answer = _native.doctor(spec, path=source.get("path"), text=source.get("text"))

@@ -185,3 +185,102 @@ fn a_settings_answer_cut_short_is_never_read_as_no_limit() {
     assert_eq!(evidence.unverified, [Code::PinnedMemLimitUnverified]);
     assert_eq!(evidence.default_pinned_mem_limit, None);
 }
+
+/// A real daemon's recorded answer to every settings command (no GPU, so no server):
+/// `fixtures/daemon-answers/`, recorded by mps-host's `real_daemon_settings` test.
+fn recorded(version: &str) -> sharing_policy::QueryRecord {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/daemon-answers")
+        .join(format!("real-daemon-{version}-settings.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_real_daemons_settings_answers_are_read_as_recorded() {
+    for (version, status, why) in [
+        (
+            "535.261.03",
+            "Unknown command \"get_server_status\"",
+            "drivers before 550",
+        ),
+        (
+            "550.163.01",
+            "Server 12345 not found",
+            "server 12345 was gone",
+        ),
+    ] {
+        let record = recorded(version);
+        let pipe = sharing_policy::OsText::from(sharing_policy::DEFAULT_PIPE_DIRECTORY);
+        let answers = sharing_policy::settings_answers(&record, &pipe).unwrap();
+        let lines: Vec<&[String]> = answers.iter().map(|(_, l)| l.as_slice()).collect();
+        let not_found = vec!["Server 12345 not found".to_owned()];
+        assert_eq!(lines[0], [status.to_owned()], "{version}");
+        assert_eq!(lines[1], not_found.as_slice(), "{version}");
+        assert!(lines[2].is_empty(), "{version}: no default limit set");
+        assert_eq!(lines[3], not_found.as_slice(), "{version}");
+
+        // As the validator reads them, for a host whose daemon listed server 12345.
+        let mut host = served("100.0\n12345\n", 1000, "Exclusive_Process");
+        SCHEMA.clone_into(&mut host.schema);
+        host.settings_query = Some(record);
+        let wanting = Request {
+            min_pinned_mem: MemSize::parse_arg("80G"),
+            ..request()
+        };
+        let evidence = validate(&wanting, &host).unwrap();
+        assert_eq!(evidence.server_status, None, "{version}");
+        assert_eq!(evidence.default_pinned_mem_limit, None, "{version}");
+        assert_eq!(
+            evidence.unverified,
+            [Code::ServerStatusUnverified],
+            "{version}"
+        );
+        let strict = Request {
+            require_verified: true,
+            ..wanting
+        };
+        let text = validate(&strict, &host).unwrap_err().to_string();
+        assert!(text.contains(why), "{version}: {text}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+    /// A settings answer cut anywhere (the front-end exits 0 on a reset connection with what
+    /// it printed so far) is never a readable session: an empty answer (no limit) cannot be
+    /// produced by losing the lines after it.
+    #[test]
+    fn a_settings_answer_cut_anywhere_is_refused(
+        answers in proptest::collection::vec(
+            proptest::sample::select(vec!["", "ACTIVE\n", "FAULT\n", "10G\n", "512M\n", "Server 7 not found\n"]),
+            1..5,
+        ),
+        cut in 0usize..200,
+    ) {
+        let asked: Vec<ReadOnlyCommand> = (0..answers.len())
+            .map(|i| ReadOnlyCommand::GetDefaultDevicePinnedMemLimit(u32::try_from(i).unwrap()))
+            .collect();
+        let mut stdout = String::from("100.0\n");
+        for answer in &answers {
+            stdout.push_str(answer);
+            stdout.push_str("100.0\n");
+        }
+        let cut = cut % stdout.len();
+        let facts = served("100.0\n", 1000, "Default");
+        let mut record = facts.daemon_query.clone().unwrap();
+        record.stdin = sharing_policy::probe_stdin(&sharing_policy::separated(&asked));
+        let pipe = facts.env.effective_pipe_directory();
+        let whole = |text: &str| sharing_policy::QueryOutcome::Exited {
+            code: Some(0),
+            signal: None,
+            stdout: sharing_policy::CapturedText::from_bytes(text.as_bytes(), false),
+            stderr: sharing_policy::CapturedText::default(),
+        };
+        record.outcome = whole(&stdout);
+        let read = sharing_policy::settings_answers(&record, &pipe).unwrap();
+        proptest::prop_assert_eq!(read.len(), answers.len());
+        record.outcome = whole(&stdout[..cut]);
+        proptest::prop_assert!(sharing_policy::settings_answers(&record, &pipe).is_err());
+    }
+}

@@ -23,9 +23,9 @@ mod vocabulary;
 
 use assess::{Unmet, Wanted};
 pub use attest::{
-    ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS, ClientFacts,
-    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, attest,
-    parse_client_list,
+    ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS,
+    ClientFacts, LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts,
+    ServerSettings, attest, attest_settings_commands, parse_client_list,
 };
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};

@@ -383,30 +383,35 @@ fn asked_commands(
     Ok(asked)
 }
 
-/// Splits `stdout` into one answer per asked command: every line that is a `%.1f` percentage
-/// ends an answer, and there must be exactly one more of them than asked commands, first and
-/// last. No asked command ever prints such a line.
+/// Splits `stdout` into one answer per asked command, each after a `%.1f` liveness line, with
+/// one more liveness line last. An answer is every line up to the next `%.1f` line, except
+/// `get_active_thread_percentage <pid>`'s, which is itself `%.1f` (or `Server <pid> not
+/// found`): exactly one line. No other asked command ever prints a `%.1f` line.
 fn split_answers<'a>(
     asked: &[ReadOnlyCommand],
     stdout: &'a str,
 ) -> Option<Vec<(ReadOnlyCommand, Vec<&'a str>)>> {
     let body = stdout.strip_suffix('\n')?;
-    let mut lines = body.split('\n');
-    Percentage::parse_daemon(lines.next()?)?;
+    let mut lines = body.split('\n').peekable();
+    let separator = |line: Option<&str>| line.and_then(Percentage::parse_daemon).is_some();
     let mut answers = Vec::with_capacity(asked.len());
-    let mut current = Vec::new();
-    for line in lines {
-        if Percentage::parse_daemon(line).is_some() {
-            answers.push(std::mem::take(&mut current));
-        } else {
-            current.push(line);
+    for command in asked {
+        if !separator(lines.next()) {
+            return None;
         }
+        let mut answer = Vec::new();
+        if matches!(command, ReadOnlyCommand::GetActiveThreadPercentage(_)) {
+            answer.push(lines.next()?);
+        } else {
+            while let Some(line) = lines.next_if(|line| Percentage::parse_daemon(line).is_none()) {
+                answer.push(line);
+            }
+        }
+        answers.push((*command, answer));
     }
-    // Lines after the last liveness line: the answer was cut, or is not this session's.
-    if !current.is_empty() || answers.len() != asked.len() {
-        return None;
-    }
-    Some(asked.iter().copied().zip(answers).collect())
+    // The last liveness line, and nothing after it: otherwise the answer was cut short or is
+    // not this session's.
+    (separator(lines.next()) && lines.next().is_none()).then_some(answers)
 }
 
 /// An MPS server's state as `get_server_status` prints it.

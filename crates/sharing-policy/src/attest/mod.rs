@@ -5,6 +5,7 @@
 mod answers;
 mod facts;
 mod message;
+mod settings;
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +14,7 @@ pub use answers::parse_client_list;
 pub use facts::{
     ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, ClientFacts, PipeDirectorySource, ServerFacts,
 };
+pub use settings::{ATTEST_DEVICE, ServerSettings, attest_settings_commands};
 
 use crate::served::effective_uid;
 use crate::{DEFAULT_PIPE_DIRECTORY, OsText};
@@ -128,6 +130,12 @@ pub struct ProcessAttestation {
     pub cuda_visible_devices: Option<String>,
     /// Whether its environment could be read.
     pub environ_read: bool,
+    /// Its own `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, raw (issue 20; null when unset or unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_thread_percentage_env: Option<String>,
+    /// Its own `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`, raw (issue 20; null when unset or unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_device_mem_limit_env: Option<String>,
     /// Why it is not attached and what to do (null when attached).
     pub message: Option<String>,
 }
@@ -158,6 +166,11 @@ pub struct Attestation {
     pub elapsed_ms: u64,
     /// The host's name.
     pub host_name: Option<String>,
+    /// Issue 20: what the server the learner is a client of serves with (its state, active
+    /// thread percentage, pinned-memory limit), when its settings were asked. A server in
+    /// `FAULT` is never attested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_settings: Option<ServerSettings>,
 }
 
 impl Attestation {
@@ -185,6 +198,12 @@ impl Attestation {
                 )
             })
             .collect();
+        if let Some(settings) = self.server_settings.as_ref().filter(|s| s.is_fault()) {
+            lines.push(format!(
+                "server-fault: MPS server {} that the learner is a client of is in FAULT: it rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY, and its clients are not being served; restart the job once the daemon has started a new server",
+                settings.pid
+            ));
+        }
         if !self.attested && lines.is_empty() {
             lines.push(format!(
                 "{}: {}",
@@ -200,6 +219,10 @@ impl Attestation {
     /// init). A launcher's `--wait-ms` polls while this holds.
     pub fn worth_waiting(&self) -> bool {
         !self.attested
+            && !self
+                .server_settings
+                .as_ref()
+                .is_some_and(ServerSettings::is_fault)
             && self
                 .problems()
                 .all(|(_, p)| p.code == AttestCode::NotAClient)
@@ -243,10 +266,16 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         &collector_seen,
         &learner_seen,
     );
+    let server_settings = learner
+        .server_pid
+        .and_then(|server| settings::read(facts, server));
     let attested = learner.code == AttestCode::Attached
         && collector.code == AttestCode::Attached
         && learner.server_pid.is_some()
-        && learner.server_pid == collector.server_pid;
+        && learner.server_pid == collector.server_pid
+        && !server_settings
+            .as_ref()
+            .is_some_and(ServerSettings::is_fault);
     let server_pid = learner.server_pid.filter(|_| attested);
     Attestation {
         attested,
@@ -260,6 +289,7 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         rounds: facts.rounds,
         elapsed_ms: facts.elapsed_ms,
         host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
+        server_settings,
     }
 }
 
@@ -355,6 +385,8 @@ impl Context<'_> {
             cuda_visible_devices: env("CUDA_VISIBLE_DEVICES"),
             environ_read: client.environ.is_some(),
             message: None,
+            active_thread_percentage_env: env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"),
+            pinned_device_mem_limit_env: env("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
         };
         let (code, cause) = self.decide(client, seen, other, &mut verdict);
         verdict.code = code;

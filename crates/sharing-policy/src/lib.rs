@@ -16,6 +16,7 @@ mod process;
 mod request;
 pub mod retry;
 mod served;
+mod session;
 mod start;
 mod text;
 mod unobserved;
@@ -38,12 +39,13 @@ pub use facts::{
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{GPU_QUERY_ARGS, HostTableError, host_gpu_table, index_order_trusted};
-pub use limits::{MemSize, Percentage, settings_answers, settings_commands};
+pub use limits::{MemSize, Percentage};
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
+pub use session::{settings_answers, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
 pub use unobserved::nothing_observed;

@@ -1,10 +1,11 @@
-//! What the processes will be served with (issue 20 part 4; docs/mps-daemon.md §12): the
+//! What the processes will be served with (issue 20 part 4; docs/mps-daemon.md §5b): the
 //! state of the server they would join (`FAULT` rejects every new client), and the daemon's
 //! defaults against the request's stated minimums (active-thread percentage, pinned memory).
 
 use super::{Context, Findings, Served};
-use crate::limits::{self, MemSize, Percentage, ServerState};
+use crate::limits::{MemSize, Percentage};
 use crate::served::DaemonProcess;
+use crate::session::{self, ServerState};
 use crate::{Code, Finding, Pid, ReadOnlyCommand, served};
 
 /// What these checks add to the evidence.
@@ -49,7 +50,7 @@ fn settings<'a>(context: &Context<'a>) -> Answers<'a> {
     let record = context.facts.settings_query.as_ref().ok_or_else(|| {
         "the snapshot holds no settings query (captured before schema v3)".to_owned()
     })?;
-    limits::session_answers(record, context.directory.as_bytes())
+    session::session_answers(record, context.directory.as_bytes())
 }
 
 /// The answer to `command`, or why there is none.
@@ -77,7 +78,7 @@ fn servers(
     let mut first = None;
     for pid in listed.into_iter().filter_map(Pid::new) {
         let state = answer(answers, ReadOnlyCommand::GetServerStatus(pid))
-            .and_then(|lines| limits::server_state(pid, lines));
+            .and_then(|lines| session::server_state(pid, lines));
         match state {
             Ok(state) => {
                 first.get_or_insert(state.as_str().to_owned());
@@ -140,7 +141,7 @@ fn percentage(context: &Context<'_>, findings: &mut Findings) {
     let Some(wanted) = context.request.min_active_thread_percentage else {
         return;
     };
-    let Some(found) = limits::default_percentage(context.facts.daemon_query.as_ref()) else {
+    let Some(found) = crate::limits::default_percentage(context.facts.daemon_query.as_ref()) else {
         // A live answer whose liveness line is not `%.1f` (every daemon prints `%.1f`): the
         // minimum cannot be compared, and the answer is not a known daemon's.
         findings.push(|| {
@@ -199,7 +200,7 @@ fn pinned(
 ) -> Option<String> {
     let read = daemon_ordinal(context).and_then(|ordinal| {
         let command = ReadOnlyCommand::GetDefaultDevicePinnedMemLimit(ordinal);
-        answer(answers, command).and_then(|lines| limits::pinned_limit(ordinal, lines))
+        answer(answers, command).and_then(|lines| session::pinned_limit(ordinal, lines))
     });
     let wanted = context.request.min_pinned_mem;
     match (read, wanted) {

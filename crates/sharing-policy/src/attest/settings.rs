@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::AttestFacts;
-use crate::limits::{self, MemSize, Percentage, ServerState};
+use crate::limits::{MemSize, Percentage};
+use crate::session::{self, ServerState};
 use crate::{Pid, ReadOnlyCommand};
 
 /// The device ordinal `attest` asks the server's pinned-memory limit for: the first device in
@@ -73,7 +74,7 @@ pub(super) fn read(facts: &AttestFacts, server: i64) -> Option<ServerSettings> {
         device_pinned_mem_limit: None,
         unread: Vec::new(),
     };
-    let answers = match limits::session_answers(record, facts.pipe_directory.as_bytes()) {
+    let answers = match session::session_answers(record, facts.pipe_directory.as_bytes()) {
         Ok(answers) => answers,
         Err(why) => {
             settings.unread.push(why);
@@ -88,7 +89,7 @@ pub(super) fn read(facts: &AttestFacts, server: i64) -> Option<ServerSettings> {
             .ok_or_else(|| format!("`{}` was not asked", command.line()))
     };
     match answer(ReadOnlyCommand::GetServerStatus(pid))
-        .and_then(|lines| limits::server_state(pid, lines))
+        .and_then(|lines| session::server_state(pid, lines))
     {
         Ok(state) => settings.status = Some(state.as_str().to_owned()),
         Err(why) => settings.unread.push(why),

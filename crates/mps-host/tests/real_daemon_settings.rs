@@ -136,6 +136,25 @@ fn the_real_daemons_answer_the_settings_session_as_recorded() {
                 path.display()
             );
         }
+        // The daemon logs each command it ran: only read-only ones, then the harness's `quit`.
         daemon.quit();
+        let log = daemon.control_log();
+        let mut commands: Vec<&str> = log
+            .lines()
+            .filter_map(|line| line.split_once("] Cmd:").map(|(_, command)| command))
+            .collect();
+        assert_eq!(
+            commands.pop(),
+            Some("quit"),
+            "{version}: control.log:\n{log}"
+        );
+        assert_eq!(commands.len(), 9, "{version}: control.log:\n{log}");
+        for command in commands {
+            let name = command.split(' ').next().unwrap_or_default();
+            assert!(
+                ReadOnlyCommand::NAMES.contains(&name),
+                "{version}: {command:?} is not read-only"
+            );
+        }
     }
 }

@@ -21,6 +21,12 @@ pub(super) struct LimitsEvidence {
 /// How to record what a v1/v2 snapshot never asked.
 const CAPTURE_AGAIN: &str = "capture the host again with this mps-preflight, which asks the daemon (with --require-verified this is a rejection)";
 
+/// What `session::server_state` says of a daemon without `get_server_status`.
+const BEFORE_550: &str = "drivers before 550";
+
+/// The fix when the daemon cannot tell a server's state.
+const NO_STATE_BEFORE_550: &str = "run a 550+ driver, whose daemon answers get_server_status; before 550 a server's state cannot be read (with --require-verified this is a rejection)";
+
 /// The server state, then the stated minimums.
 pub(super) fn check(
     context: &Context<'_>,
@@ -87,6 +93,12 @@ fn servers(
                 }
             }
             Err(why) => {
+                // A driver without the command cannot be asked again to any effect.
+                let fix = if why.contains(BEFORE_550) {
+                    NO_STATE_BEFORE_550
+                } else {
+                    CAPTURE_AGAIN
+                };
                 let finding = Finding::new(
                     Code::ServerStatusUnverified,
                     [
@@ -95,13 +107,13 @@ fn servers(
                         &pid.to_string(),
                         ": ",
                         super::clause(&why),
-                        ". To verify it on a 550+ driver, ",
-                        CAPTURE_AGAIN,
+                        ". To verify it, ",
+                        fix,
                         ".",
                     ]
                     .concat(),
                     why,
-                    CAPTURE_AGAIN.to_owned(),
+                    fix.to_owned(),
                 );
                 served.unverified(context.request, findings, finding);
             }

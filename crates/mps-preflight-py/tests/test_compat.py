@@ -61,11 +61,21 @@ def test_only_read_only_queries_with_subprocess_run_arguments_are_sent(host: Fak
     host.socket()
     run = healthy_run()
     probe(run_command=run)
-    by_program = {argv[0]: (argv, kwargs) for argv, kwargs in run.calls}
+    by_program = {argv[0]: (argv, kwargs) for argv, kwargs in reversed(run.calls)}
     assert sorted(by_program) == ["nvidia-cuda-mps-control", "nvidia-smi"]
     argv, kwargs = by_program["nvidia-cuda-mps-control"]
     assert argv == ["nvidia-cuda-mps-control"]
     assert kwargs["input"] == "get_default_active_thread_percentage\nget_server_list\n"
+    # Issue 20: once the daemon answered, the settings session (read-only too), with what is
+    # left of the deadline.
+    control = [kw for argv, kw in run.calls if argv[0] == "nvidia-cuda-mps-control"]
+    assert len(control) == 2
+    assert control[1]["input"] == (
+        "get_default_active_thread_percentage\nget_server_status 4428\n"
+        "get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n"
+        "get_default_active_thread_percentage\n"
+    )
+    assert 0 < control[1]["timeout"] <= 5.0
     assert (kwargs["text"], kwargs["capture_output"], kwargs["check"]) == (True, True, True)
     assert kwargs["timeout"] == 5.0
     assert kwargs["env"]["CUDA_MPS_PIPE_DIRECTORY"] == str(host.pipe)

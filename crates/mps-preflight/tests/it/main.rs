@@ -21,6 +21,7 @@ mod hostile_names;
 mod manifest;
 mod merge;
 mod prom;
+mod requirements;
 mod schemas;
 mod signals;
 mod stdin;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use sharing_policy::{
     ATTEST_SCHEMA, AttestFacts, DAEMON_PROBE, DaemonSearch, EnvFacts, OsText, Pid, PidFileFacts,
-    PipeDirectorySource, QueryRecord, ServerFacts, client_query, retry::DAEMON_RETRY,
+    PipeDirectorySource, QueryRecord, ServerFacts, attest_settings_commands, client_query,
+    retry::DAEMON_RETRY,
 };
 
 use crate::capture::{DEFAULT_SCAN_LIMIT, daemon_query, read_host_name};
@@ -133,6 +134,7 @@ fn round(runner: &dyn Runner, options: &AttestOptions, end: Instant) -> AttestFa
             pid: pid.get(),
             client_query: client_list(runner, dir, pid, left()),
             process: observe_process(root, pid.get(), false),
+            settings_query: Some(server_settings(runner, dir, pid, left())),
         })
         .collect();
     AttestFacts {
@@ -174,6 +176,21 @@ fn client_list(runner: &dyn Runner, dir: &OsText, server: Pid, timeout: Duration
     run_retried(
         runner,
         &daemon_query(dir, &client_query(server), timeout),
+        &DAEMON_RETRY,
+    )
+}
+
+/// The server's state, active-thread percentage and pinned-memory limit (issue 20:
+/// `sharing_policy::attest_settings_commands`), asked again while busy.
+fn server_settings(
+    runner: &dyn Runner,
+    dir: &OsText,
+    server: Pid,
+    timeout: Duration,
+) -> QueryRecord {
+    run_retried(
+        runner,
+        &daemon_query(dir, &attest_settings_commands(server), timeout),
         &DAEMON_RETRY,
     )
 }

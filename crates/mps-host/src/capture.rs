@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use sharing_policy::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts,
-    OsText, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
+    OsText, QueryRecord, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
@@ -147,6 +147,7 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
             _ => Some(find_daemon(root, pid_file, options.scan_limit, deadline)),
         };
     }
+    facts.settings_query = settings_query(&facts, runner, deadline);
     facts
 }
 
@@ -179,6 +180,26 @@ impl<'scope, T: Send + 'scope, F: FnOnce() -> T + Send + Copy + 'scope> Concurre
             Self::Deferred(run) => Some(run()),
         }
     }
+}
+
+/// The least time the settings session gets, even when the first queries used up the deadline.
+const SETTINGS_FLOOR: Duration = Duration::from_millis(500);
+
+/// Once the daemon answered live, the settings session the policy asks for
+/// ([`sharing_policy::settings_commands`]: each listed server's state, each GPU ordinal's
+/// default pinned-memory limit), within what is left of the probe's deadline.
+fn settings_query(
+    facts: &HostFacts,
+    runner: &dyn Runner,
+    deadline: Instant,
+) -> Option<QueryRecord> {
+    let commands = sharing_policy::settings_commands(facts)?;
+    let directory = facts.env.effective_pipe_directory();
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .max(SETTINGS_FLOOR);
+    let query = daemon_query(&directory, &commands, left);
+    Some(run_retried(runner, &query, &DAEMON_RETRY))
 }
 
 /// The host GPU table query: `nvidia-smi` with [`sharing_policy::GPU_QUERY_ARGS`]
@@ -246,8 +267,6 @@ mod tests {
             ..EnvFacts::default()
         }
     }
-
-    use sharing_policy::QueryRecord;
 
     #[test]
     fn both_queries_are_issued_once_with_the_right_program_args_stdin_and_env() {

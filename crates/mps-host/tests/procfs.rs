@@ -196,12 +196,24 @@ const GPU_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
 
 /// One fake host end to end: fake tools on a temp PATH, a real control socket, and a fake
 /// `/proc` holding the daemon (PID 2718, started `daemon_args`, with `daemon_mask`) and the
-/// server 4428 of `server_uid`; `mode` is the GPUs' compute mode.
+/// server 4428 of `server_uid`, `ACTIVE`; `mode` is the GPUs' compute mode.
 fn served_capture(
     daemon_args: &[&str],
     daemon_mask: &str,
     server_uid: u32,
     mode: &str,
+) -> sharing_policy::HostFacts {
+    served_capture_in_state(daemon_args, daemon_mask, server_uid, mode, "ACTIVE")
+}
+
+/// [`served_capture`] with the server in `state`; the fake front-end answers each command of
+/// its stdin as a 550 daemon would (one line per answer; a default pinned limit of `10G`).
+fn served_capture_in_state(
+    daemon_args: &[&str],
+    daemon_mask: &str,
+    server_uid: u32,
+    mode: &str,
+    state: &str,
 ) -> sharing_policy::HostFacts {
     let dir = short_tempdir("mpsf");
     let (bin, pipe, proc) = (
@@ -223,7 +235,14 @@ fn served_capture(
     fake_program(
         &bin,
         "nvidia-cuda-mps-control",
-        "cat >/dev/null; printf '100.0\\n4428\\n'",
+        &format!(
+            "while read -r cmd arg; do case \"$cmd\" in \
+             get_default_active_thread_percentage) echo 100.0;; \
+             get_server_list) echo 4428;; \
+             get_server_status) echo {state};; \
+             get_default_device_pinned_mem_limit) echo 10G;; \
+             *) echo \"Unknown command \\\"$cmd\\\"\";; esac; done"
+        ),
     );
     let pipe_env = format!("CUDA_MPS_PIPE_DIRECTORY={}", pipe.display());
     let mask_env = format!("CUDA_VISIBLE_DEVICES={daemon_mask}");
@@ -280,6 +299,8 @@ fn fake_proc_and_fake_tools_decide_each_served_rule() {
     );
     let evidence = validate(&strict, &served).unwrap();
     assert_eq!(evidence.unverified, []);
+    assert_eq!(evidence.server_status.as_deref(), Some("ACTIVE"));
+    assert_eq!(evidence.default_pinned_mem_limit.as_deref(), Some("10G"));
     assert_eq!(evidence.server_uids, [ours]);
     assert_eq!(evidence.daemon_pid, Some(2718));
     assert_eq!(evidence.daemon_visible_devices.as_deref(), Some(GPU_A));
@@ -318,4 +339,18 @@ fn fake_proc_and_fake_tools_decide_each_served_rule() {
             "{mode}"
         );
     }
+    // Issue 20: the server its clients would join is in FAULT, or still starting; and the
+    // daemon's default pinned limit (10G) against a stated minimum.
+    let faulted = served_capture_in_state(&["-d"], GPU_A, ours, "Default", "FAULT");
+    let rejection = validate(&request, &faulted).unwrap_err();
+    assert_eq!(rejection.code(), Code::ServerFault, "{rejection}");
+    let starting = served_capture_in_state(&["-d"], GPU_A, ours, "Default", "INITIALIZING");
+    let evidence = validate(&strict, &starting).unwrap();
+    assert_eq!(evidence.server_status.as_deref(), Some("INITIALIZING"));
+    let wanting = Request {
+        min_pinned_mem: sharing_policy::MemSize::parse_arg("11G"),
+        ..request.clone()
+    };
+    let code = validate(&wanting, &served).unwrap_err().code();
+    assert_eq!(code, Code::PinnedMemBelowRequirement);
 }

@@ -311,6 +311,21 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
     assert_eq!(search.method, expected, "{search:?}");
     let evidence = validate(&strict(&request), &facts).unwrap();
     assert_eq!(evidence.unverified, [], "{evidence:?}");
+    // Issue 20: the settings session asked each GPU ordinal's default pinned-memory limit;
+    // none is set (the daemon prints nothing), and no server runs without a GPU.
+    let settings = facts.settings_query.as_ref().unwrap();
+    assert!(
+        settings
+            .stdin
+            .contains("get_default_device_pinned_mem_limit 1\n"),
+        "{settings:?}"
+    );
+    assert_eq!(evidence.default_pinned_mem_limit, None);
+    assert_eq!(evidence.server_status, None);
+    assert_eq!(
+        evidence.default_active_thread_percentage,
+        sharing_policy::Percentage::from_tenths(1000)
+    );
     assert_eq!(evidence.daemon_pid, Some(i64::from(daemon.pid)));
     assert_eq!(evidence.daemon_visible_devices.as_deref(), Some(GPU_A));
     assert_eq!(evidence.daemon_multiuser, Some(false));

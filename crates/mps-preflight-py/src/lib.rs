@@ -23,7 +23,7 @@
 //! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/hosts/healthy-socket-with-server.json");
 //! let facts = load(Source::Path(std::path::Path::new(path)))?;
 //! let spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
-//! let Verdict::Valid(evidence) = judge(&spec.request(), &facts) else {
+//! let Verdict::Valid(evidence) = judge(&spec.request()?, &facts) else {
 //!     panic!("the healthy fixture validates");
 //! };
 //! assert_eq!(evidence.server_pid, Some(4428));

@@ -122,7 +122,7 @@ fn load(spec: &Spec, path: Option<&PathBuf>, text: Option<&String>) -> Result<Ho
 
 /// The request, and what `probe` observes for it.
 fn options(spec: &Spec) -> PyResult<(sharing_policy::Request, ProbeOptions)> {
-    let request = spec.request();
+    let request = spec.request().map_err(PyValueError::new_err)?;
     let options = spec
         .probe_options(&request)
         .map_err(PyValueError::new_err)?;
@@ -151,8 +151,9 @@ fn check(
     path: Option<PathBuf>,
     text: Option<String>,
 ) -> PyResult<Bound<'_, PyTuple>> {
+    let request = spec.request().map_err(PyValueError::new_err)?;
     match load(&spec, path.as_ref(), text.as_ref()) {
-        Ok(facts) => convert::verdict(py, &policy::judge(&spec.request(), &facts)),
+        Ok(facts) => convert::verdict(py, &policy::judge(&request, &facts)),
         Err(message) => convert::failure(py, "snapshot", &message),
     }
 }

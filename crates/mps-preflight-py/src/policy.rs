@@ -82,7 +82,7 @@ mod tests {
             ] {
                 let mut spec = Spec::new(Some("mps"), learner, collector, "mjwarp");
                 spec.compat = true;
-                let request = spec.request();
+                let request = spec.request().unwrap();
                 for finding in findings(&request, &facts) {
                     for text in [&finding.message, &finding.fix] {
                         let flags = text

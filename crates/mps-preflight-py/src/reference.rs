@@ -133,7 +133,8 @@ mod tests {
             [
                 "daemon-scope-unverified",
                 "server-owner-unverified",
-                "compute-mode-unverified"
+                "compute-mode-unverified",
+                "server-status-unverified"
             ]
         );
     }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use mps_host::ProbeOptions;
-use sharing_policy::Request;
+use sharing_policy::{MemSize, Percentage, Request};
 
 /// The arguments of `probe`, `check` and `doctor`, as the Python side passes them (a `dict`
 /// with these keys).
@@ -34,6 +34,11 @@ pub struct Spec {
     /// Whether the reference module's drop-in (`mps_preflight.compat`) asks: its messages are
     /// then the reference's wording ([`crate::policy::vocabulary`]).
     pub compat: bool,
+    /// `min_active_thread_percentage=` as text (`"50"`, `"12.5"`), as the CLI's
+    /// `--min-active-thread-percentage` reads it; `None` states no minimum.
+    pub min_active_thread_percentage: Option<String>,
+    /// `min_pinned_mem=` as text (`"512M"`, `"10G"`), as the CLI's `--min-pinned-mem`.
+    pub min_pinned_mem: Option<String>,
 }
 
 impl Spec {
@@ -56,6 +61,8 @@ impl Spec {
             timeout: mps_host::DEFAULT_TIMEOUT.as_secs_f64(),
             require_verified: false,
             compat: false,
+            min_active_thread_percentage: None,
+            min_pinned_mem: None,
         }
     }
 
@@ -63,24 +70,48 @@ impl Spec {
     /// line (`--request null`). Built on [`Request::new`], so a request field the policy adds
     /// later starts at its default here too; the backend is always named, as the reference
     /// requires. The vocabulary is [`crate::policy::vocabulary`]'s for this API.
-    pub fn request(&self) -> Request {
+    ///
+    /// # Errors
+    /// A stated minimum that is not a percentage or an amount of memory as the CLI reads them
+    /// (a requirement is never dropped: Python raises `ValueError`).
+    pub fn request(&self) -> Result<Request, String> {
         let mode = self
             .mode
             .as_deref()
             .filter(|mode| !mode.trim().eq_ignore_ascii_case("null"));
-        Request {
+        let percentage = self
+            .min_active_thread_percentage
+            .as_deref()
+            .map(|text| {
+                Percentage::parse_arg(text).ok_or_else(|| {
+                    format!("min_active_thread_percentage must be above 0 and at most 100 with at most one decimal (50, 12.5), got {text:?}")
+                })
+            })
+            .transpose()?;
+        let pinned = self
+            .min_pinned_mem
+            .as_deref()
+            .map(|text| {
+                MemSize::parse_arg(text).ok_or_else(|| {
+                    format!("min_pinned_mem must be digits then M or G (512M, 10G), got {text:?}")
+                })
+            })
+            .transpose()?;
+        Ok(Request {
             rank: self.rank,
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
             require_verified: self.require_verified,
             vocabulary: crate::policy::vocabulary(self.compat),
+            min_active_thread_percentage: percentage,
+            min_pinned_mem: pinned,
             ..Request::new(
                 mode,
                 &self.learner_device,
                 self.collector_device.as_deref(),
                 &self.backend,
             )
-        }
+        })
     }
 
     /// What `probe` observes for `request`: what the CLI's `probe` observes.
@@ -119,20 +150,20 @@ mod tests {
     fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
         for null in [None, Some("null"), Some(" NULL ")] {
             let spec = Spec::new(null, "cuda:0", None, "mjwarp");
-            assert_eq!(spec.request().mode, None, "{null:?}");
+            assert_eq!(spec.request().unwrap().mode, None, "{null:?}");
         }
         for other in ["mps", "", "none"] {
             let spec = Spec::new(Some(other), "cuda:0", None, "mjwarp");
-            assert_eq!(spec.request().mode.as_deref(), Some(other));
+            assert_eq!(spec.request().unwrap().mode.as_deref(), Some(other));
         }
     }
 
     #[test]
     fn require_verified_reaches_the_request() {
         let mut spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
-        assert!(!spec.request().require_verified);
+        assert!(!spec.request().unwrap().require_verified);
         spec.require_verified = true;
-        assert!(spec.request().require_verified);
+        assert!(spec.request().unwrap().require_verified);
     }
 
     #[test]
@@ -147,9 +178,13 @@ mod tests {
     #[test]
     fn a_null_request_on_a_cpu_learner_observes_nothing() {
         let spec = Spec::new(None, "cpu", None, "mjwarp");
-        let options = spec.probe_options(&spec.request()).unwrap();
+        let options = spec.probe_options(&spec.request().unwrap()).unwrap();
         assert!(!options.observe_cuda);
         let spec = Spec::new(Some("mps"), "cpu", None, "mjwarp");
-        assert!(spec.probe_options(&spec.request()).unwrap().observe_cuda);
+        assert!(
+            spec.probe_options(&spec.request().unwrap())
+                .unwrap()
+                .observe_cuda
+        );
     }
 }

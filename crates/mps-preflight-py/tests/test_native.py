@@ -251,6 +251,33 @@ def test_arguments_are_checked_as_the_cli_checks_them() -> None:
     assert caught.value.code == "unsupported-mode"
 
 
+def test_stated_minimums_are_the_cli_flags(host: FakeHost) -> None:
+    """``min_active_thread_percentage=`` and ``min_pinned_mem=`` (issue 20) are read by the
+    CLI's own parsers: a bad value is a ValueError, never a dropped requirement."""
+    for name, found in [("v3-no-pinned-limit", None), ("v3-pinned-limit-512m", "512M")]:
+        fixture = FIXTURES / f"{name}.json"
+        evidence = mps_preflight.check(fixture, **MPS, min_pinned_mem="512M")
+        assert evidence.default_pinned_mem_limit == found
+    fixture = FIXTURES / "v3-pinned-limit-512m.json"
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(fixture, **MPS, min_pinned_mem="1G")
+    assert caught.value.code == "pinned-mem-below-requirement"
+    run = host.cli("check", "--snapshot", str(fixture), *MPS_FLAGS, "--min-pinned-mem", "1G")
+    assert str(caught.value) == run.error()
+    low = FIXTURES / "v3-no-pinned-limit.json"
+    assert mps_preflight.check(low, **MPS).default_active_thread_percentage == 33.0
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(low, **MPS, min_active_thread_percentage=50)
+    assert caught.value.code == "active-thread-percentage-below-requirement"
+    for bad in [0, 100.5, 12.25, "50%"]:
+        with pytest.raises(ValueError, match="min_active_thread_percentage"):
+            mps_preflight.check(low, **MPS, min_active_thread_percentage=bad)
+    with pytest.raises(ValueError, match="min_pinned_mem"):
+        mps_preflight.check(low, **MPS, min_pinned_mem="10GB")
+    with pytest.raises(TypeError, match="min_active_thread_percentage"):
+        mps_preflight.check(low, **MPS, min_active_thread_percentage=True)
+
+
 def test_the_gil_is_released_while_a_query_hangs(host: FakeHost) -> None:
     host.one_gpu().socket().script("nvidia-cuda-mps-control", "exec /bin/sleep 30")
     ticks = 0

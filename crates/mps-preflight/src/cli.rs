@@ -379,6 +379,30 @@ not recorded) instead of listing it in the evidence's `unverified` key. For oper
 the probe as root, where everything can be observed")
     )]
     pub(crate) require_verified: bool,
+
+    #[arg(
+        long,
+        value_name = "P",
+        value_parser = parse_percentage,
+        help = "Reject a daemon whose default active-thread percentage is below P (e.g. 50, 12.5)",
+        long_help = paragraphs("\
+Reject a daemon whose default active-thread percentage (get_default_active_thread_percentage,
+which every new server and so every client gets at most) is below P, a number above 0 and at
+most 100 with at most one decimal")
+    )]
+    pub(crate) min_active_thread_percentage: Option<sharing_policy::Percentage>,
+
+    #[arg(
+        long,
+        value_name = "SIZE",
+        value_parser = parse_mem_size,
+        help = "Reject a daemon whose default pinned-memory limit for the GPU is below SIZE (e.g. 512M, 10G)",
+        long_help = paragraphs("\
+Reject a daemon whose default pinned-memory limit for the GPU
+(get_default_device_pinned_mem_limit <device>) is below SIZE: digits then M (MiB) or G (GiB).
+No limit set meets any SIZE; a limit that cannot be read is unverified")
+    )]
+    pub(crate) min_pinned_mem: Option<sharing_policy::MemSize>,
 }
 
 impl RequestArgs {
@@ -400,6 +424,8 @@ impl RequestArgs {
             supported_backends: self.supported_backends.clone(),
             require_verified: self.require_verified,
             vocabulary: Vocabulary::Cli,
+            min_active_thread_percentage: self.min_active_thread_percentage,
+            min_pinned_mem: self.min_pinned_mem,
         }
     }
 }
@@ -616,6 +642,20 @@ pub(crate) fn parse_timeout(text: &str) -> Result<u64, String> {
             "expected a whole number of milliseconds, at least 1, got {text:?}"
         )),
     }
+}
+
+/// `--min-active-thread-percentage`: above 0, at most 100, at most one decimal.
+pub(crate) fn parse_percentage(text: &str) -> Result<sharing_policy::Percentage, String> {
+    sharing_policy::Percentage::parse_arg(text).ok_or_else(|| {
+        format!("expected a percentage above 0 and at most 100 with at most one decimal (50, 12.5), got {text:?}")
+    })
+}
+
+/// `--min-pinned-mem`: digits then `M` or `G`.
+pub(crate) fn parse_mem_size(text: &str) -> Result<sharing_policy::MemSize, String> {
+    sharing_policy::MemSize::parse_arg(text).ok_or_else(|| {
+        format!("expected an amount of memory as digits then M or G (512M, 10G), got {text:?}")
+    })
 }
 
 #[cfg(test)]

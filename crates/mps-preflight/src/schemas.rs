@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 use sharing_manifest::{EVIDENCE_SCHEMA, MergeSummary};
-use sharing_policy::{Evidence, HostFacts, SCHEMA, SCHEMA_V1};
+use sharing_policy::{Evidence, HostFacts, SCHEMA, SCHEMAS_READ};
 
 use crate::cli::{SchemaArgs, SchemaKind};
 use crate::output::{Output, json_text};
@@ -80,8 +80,8 @@ pub(crate) fn schema(kind: SchemaKind) -> Value {
             out.get_mut("properties").and_then(|p| p.get_mut("schema"))
     {
         // A snapshot of another version is refused (exit 2), so the schema says which ones are
-        // read: this one, and v1 (which has none of the v2 fields).
-        field.insert("enum".to_owned(), Value::from(vec![SCHEMA, SCHEMA_V1]));
+        // read: this one, v2 (without the settings session) and v1 (without the v2 fields).
+        field.insert("enum".to_owned(), Value::from(SCHEMAS_READ.to_vec()));
     }
     if kind == SchemaKind::AttestSnapshot
         && let Some(Value::Object(field)) =

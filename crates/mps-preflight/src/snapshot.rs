@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
-use sharing_policy::{HostFacts, SCHEMA, SCHEMA_V1};
+use sharing_policy::{HostFacts, SCHEMA, SCHEMA_V1, SCHEMA_V2, SCHEMAS_READ};
 
 /// The fields inside a query record that only v2 defines (issue 15's retries).
 const V2_ONLY_QUERY_FIELDS: [&str; 1] = ["earlier_attempts"];
@@ -89,10 +89,10 @@ fn read_stdin(deadline: Duration) -> Result<Value, String> {
 /// Another schema, no schema, a field the schema does not define, or not the schema's shape.
 pub fn from_value(value: Value, shown: &dyn Display) -> Result<HostFacts, String> {
     let schema = match value.get("schema") {
-        Some(Value::String(schema)) if schema == SCHEMA || schema == SCHEMA_V1 => schema.clone(),
+        Some(Value::String(schema)) if SCHEMAS_READ.contains(&schema.as_str()) => schema.clone(),
         Some(Value::String(schema)) => {
             return Err(format!(
-                "{shown}: snapshot schema {schema:?} is not supported; this mps-preflight reads {SCHEMA:?} and {SCHEMA_V1:?}: capture the host again with this version"
+                "{shown}: snapshot schema {schema:?} is not supported; this mps-preflight reads {SCHEMA:?}, {SCHEMA_V2:?} and {SCHEMA_V1:?}: capture the host again with this version"
             ));
         }
         _ => {

@@ -64,6 +64,9 @@ fn evidence(rank: i64, ranks_per_host: i64) -> Evidence {
         driver_version: Some("550.163.01".to_owned()),
         unverified: vec![],
         host_name: Some(format!("gpu-node-{host:03}")),
+        default_active_thread_percentage: None,
+        default_pinned_mem_limit: None,
+        server_status: None,
     }
 }
 

@@ -26,8 +26,10 @@ pub const MANIFEST_WRITER_KEY: &str = "cuda_process_sharing_writer";
 pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERSION"));
 
 /// The evidence keys, in the order they are written: the seed's `to_dict` order, then
-/// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`.
-pub const EVIDENCE_KEYS: [&str; 24] = [
+/// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`, then
+/// what the processes will be served with (issue 20: the daemon's default active-thread
+/// percentage and pinned-memory limit, the server's state).
+pub const EVIDENCE_KEYS: [&str; 27] = [
     "configured",
     "effective",
     "validated",
@@ -52,9 +54,12 @@ pub const EVIDENCE_KEYS: [&str; 24] = [
     "driver_version",
     "unverified",
     "host_name",
+    "default_active_thread_percentage",
+    "default_pinned_mem_limit",
+    "server_status",
 ];
 
-/// The evidence as a JSON object: the 24 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 27 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -68,6 +73,7 @@ pub const EVIDENCE_KEYS: [&str; 24] = [
 ///     server_pid: None, ambient_server: false, daemon_pid: None,
 ///     caller_uid: None, server_uids: vec![], daemon_visible_devices: None,
 ///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![], host_name: None,
+///     default_active_thread_percentage: None, default_pinned_mem_limit: None, server_status: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -102,6 +108,9 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         driver_version,
         unverified,
         host_name,
+        default_active_thread_percentage,
+        default_pinned_mem_limit,
+        server_status,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -131,6 +140,9 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
             .map(|code| Value::from(code.as_str()))
             .collect(),
         text(host_name.as_deref()),
+        default_active_thread_percentage.map_or(Value::Null, |p| Value::from(p.as_f64())),
+        text(default_pinned_mem_limit.as_deref()),
+        text(server_status.as_deref()),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -235,6 +247,9 @@ mod tests {
             driver_version: Some("550.163.01".to_owned()),
             unverified: vec![],
             host_name: Some("gpu-node-07".to_owned()),
+            default_active_thread_percentage: None,
+            default_pinned_mem_limit: None,
+            server_status: None,
         }
     }
 
@@ -295,6 +310,9 @@ mod tests {
             driver_version: None,
             unverified: vec![sharing_policy::Code::DaemonScopeUnverified],
             host_name: None,
+            default_active_thread_percentage: None,
+            default_pinned_mem_limit: None,
+            server_status: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

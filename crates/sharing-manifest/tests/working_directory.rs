@@ -40,6 +40,9 @@ fn evidence() -> Evidence {
         driver_version: None,
         unverified: vec![],
         host_name: None,
+        default_active_thread_percentage: None,
+        default_pinned_mem_limit: None,
+        server_status: None,
     }
 }
 

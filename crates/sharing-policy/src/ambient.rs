@@ -2,7 +2,7 @@
 
 use crate::daemon::{self, DaemonStatus};
 use crate::device::parse_cuda_index;
-use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMA, SCHEMA_V1, gpu, served};
+use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMAS_READ, gpu, served};
 
 /// Whether the learner or the collector is a CUDA device (what makes a null request look at
 /// the host; [`crate::observes_host`]).
@@ -46,8 +46,11 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         driver_version: None,
         unverified: Vec::new(),
         host_name: None,
+        default_active_thread_percentage: None,
+        default_pinned_mem_limit: None,
+        server_status: None,
     };
-    if facts.schema != SCHEMA && facts.schema != SCHEMA_V1 {
+    if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;
     }
     evidence.host_name = facts.host_name.as_ref().map(OsText::to_string_lossy);
@@ -90,6 +93,8 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     {
         evidence.ambient_server = true;
         evidence.server_pid = server_pid;
+        evidence.default_active_thread_percentage =
+            crate::limits::default_percentage(facts.daemon_query.as_ref());
     }
     evidence.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
 

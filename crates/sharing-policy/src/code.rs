@@ -78,11 +78,23 @@ pub enum Code {
     /// The GPU's compute mode was not recorded or not reported. Unverified: a rejection only
     /// with `--require-verified`.
     ComputeModeUnverified,
+    /// The server the clients would join is in `FAULT`: it rejects every new client (550+).
+    ServerFault,
+    /// A listed server's state could not be read (`get_server_status` is 550+). Unverified: a
+    /// rejection only with `--require-verified`.
+    ServerStatusUnverified,
+    /// The daemon's default active-thread percentage is below the request's minimum.
+    ActiveThreadPercentageBelowRequirement,
+    /// The daemon's default pinned-memory limit for the GPU is below the request's minimum.
+    PinnedMemBelowRequirement,
+    /// The request states a minimum pinned-memory limit, and the daemon's limit for the GPU
+    /// could not be read. Unverified: a rejection only with `--require-verified`.
+    PinnedMemLimitUnverified,
 }
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 31] = [
+    pub const ALL: [Self; 36] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -114,14 +126,21 @@ impl Code {
         Self::ServerOwnerUnverified,
         Self::ComputeModeForbidsSharing,
         Self::ComputeModeUnverified,
+        Self::ServerFault,
+        Self::ServerStatusUnverified,
+        Self::ActiveThreadPercentageBelowRequirement,
+        Self::PinnedMemBelowRequirement,
+        Self::PinnedMemLimitUnverified,
     ];
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 3] = [
+    pub const UNVERIFIABLE: [Self; 5] = [
         Self::DaemonScopeUnverified,
         Self::ServerOwnerUnverified,
         Self::ComputeModeUnverified,
+        Self::ServerStatusUnverified,
+        Self::PinnedMemLimitUnverified,
     ];
 
     /// The stable kebab-case name.
@@ -158,6 +177,13 @@ impl Code {
             Self::ServerOwnerUnverified => "server-owner-unverified",
             Self::ComputeModeForbidsSharing => "compute-mode-forbids-sharing",
             Self::ComputeModeUnverified => "compute-mode-unverified",
+            Self::ServerFault => "server-fault",
+            Self::ServerStatusUnverified => "server-status-unverified",
+            Self::ActiveThreadPercentageBelowRequirement => {
+                "active-thread-percentage-below-requirement"
+            }
+            Self::PinnedMemBelowRequirement => "pinned-mem-below-requirement",
+            Self::PinnedMemLimitUnverified => "pinned-mem-limit-unverified",
         }
     }
 
@@ -286,6 +312,35 @@ impl Code {
             Self::ComputeModeUnverified => {
                 "A GPU in Prohibited or Exclusive_Thread mode cannot be shared through MPS; without the recorded compute mode that is not ruled out."
             }
+            Self::ServerFault
+            | Self::ServerStatusUnverified
+            | Self::ActiveThreadPercentageBelowRequirement
+            | Self::PinnedMemBelowRequirement
+            | Self::PinnedMemLimitUnverified => self.settings_why(),
+        }
+    }
+
+    /// [`Code::why`] of the codes of what the processes will be served with (issue 20).
+    fn settings_why(self) -> &'static str {
+        match self {
+            Self::ServerFault => {
+                "A server in FAULT rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY until its clients exit and the daemon starts a new one."
+            }
+            Self::ServerStatusUnverified => {
+                "Only get_server_status (550+ drivers) shows whether the server the clients would join is ACTIVE or in FAULT; without it a faulted server is not ruled out."
+            }
+            Self::ActiveThreadPercentageBelowRequirement => {
+                "Every new server, and so every client, gets at most the daemon's default share of the GPU's threads; a client cannot raise it above the daemon's value."
+            }
+            Self::PinnedMemBelowRequirement => {
+                "Each client of a new server can pin at most the daemon's default limit of device memory; a job that needs more fails with out-of-memory errors under the cap."
+            }
+            Self::PinnedMemLimitUnverified => {
+                "The daemon's default pinned-memory limit caps each client's device memory; without it the stated minimum is not proven."
+            }
+            // Only the codes above are routed here (`reference_why`); every code's `why` is
+            // checked to be non-empty by the tests.
+            _ => "",
         }
     }
 }

@@ -84,6 +84,15 @@ pub enum ReadOnlyCommand {
     GetDeviceClientList,
     /// The client PIDs of one server (`Server <pid> not found` when there is no such server).
     GetClientList(Pid),
+    /// One server's state, `ACTIVE`, `INITIALIZING` or `FAULT` (550+; `Unknown command` before).
+    GetServerStatus(Pid),
+    /// One server's active-thread percentage (`%.1f`).
+    GetActiveThreadPercentage(Pid),
+    /// The daemon's default pinned-memory limit for a device ordinal (`10G`, `512M`; nothing
+    /// when no limit is set; 535+).
+    GetDefaultDevicePinnedMemLimit(u32),
+    /// One server's pinned-memory limit for a device ordinal (535+).
+    GetDevicePinnedMemLimit(Pid, u32),
 }
 
 impl ReadOnlyCommand {
@@ -95,6 +104,10 @@ impl ReadOnlyCommand {
             Self::GetDefaultClientPriority => "get_default_client_priority",
             Self::GetDeviceClientList => "get_device_client_list",
             Self::GetClientList(_) => "get_client_list",
+            Self::GetServerStatus(_) => "get_server_status",
+            Self::GetActiveThreadPercentage(_) => "get_active_thread_percentage",
+            Self::GetDefaultDevicePinnedMemLimit(_) => "get_default_device_pinned_mem_limit",
+            Self::GetDevicePinnedMemLimit(..) => "get_device_pinned_mem_limit",
         }
     }
 
@@ -109,10 +122,59 @@ impl ReadOnlyCommand {
     /// assert_eq!(ReadOnlyCommand::GetServerList.line(), "get_server_list");
     /// ```
     pub fn line(self) -> String {
+        // Only a `Pid` (digits) and a `u32` (digits) are ever written after the name.
         match self {
-            Self::GetClientList(pid) => format!("{} {pid}", self.as_str()),
+            Self::GetClientList(pid)
+            | Self::GetServerStatus(pid)
+            | Self::GetActiveThreadPercentage(pid) => format!("{} {pid}", self.as_str()),
+            Self::GetDefaultDevicePinnedMemLimit(device) => format!("{} {device}", self.as_str()),
+            Self::GetDevicePinnedMemLimit(pid, device) => {
+                format!("{} {pid} {device}", self.as_str())
+            }
             other => other.as_str().to_owned(),
         }
+    }
+
+    /// The command whose [`Self::line`] is `line`, exactly (one space between words, no
+    /// sign, no leading zero): how the validator reads back what a recorded query sent.
+    ///
+    /// ```
+    /// use sharing_policy::{Pid, ReadOnlyCommand};
+    ///
+    /// let pid = Pid::new(4428).unwrap();
+    /// assert_eq!(
+    ///     ReadOnlyCommand::parse_line("get_device_pinned_mem_limit 4428 0"),
+    ///     Some(ReadOnlyCommand::GetDevicePinnedMemLimit(pid, 0))
+    /// );
+    /// for bad in ["quit", "get_server_status", "get_server_status 07", "get_server_status  7",
+    ///             "get_default_device_pinned_mem_limit GPU-1", "set_default_active_thread_percentage 1"] {
+    ///     assert_eq!(ReadOnlyCommand::parse_line(bad), None, "{bad:?}");
+    /// }
+    /// ```
+    pub fn parse_line(line: &str) -> Option<Self> {
+        let mut words = line.split(' ');
+        let name = words.next()?;
+        let args: Vec<&str> = words.collect();
+        let pid = |text: &str| Pid::parse(text).filter(|pid| pid.to_string() == text);
+        let device = |text: &str| {
+            text.parse::<u32>()
+                .ok()
+                .filter(|device| device.to_string() == text)
+        };
+        let command = match (name, args.as_slice()) {
+            (_, []) => Self::ALL.into_iter().find(|c| c.as_str() == name)?,
+            ("get_client_list", [p]) => Self::GetClientList(pid(p)?),
+            ("get_server_status", [p]) => Self::GetServerStatus(pid(p)?),
+            ("get_active_thread_percentage", [p]) => Self::GetActiveThreadPercentage(pid(p)?),
+            ("get_default_device_pinned_mem_limit", [d]) => {
+                Self::GetDefaultDevicePinnedMemLimit(device(d)?)
+            }
+            ("get_device_pinned_mem_limit", [p, d]) => {
+                Self::GetDevicePinnedMemLimit(pid(p)?, device(d)?)
+            }
+            _ => return None,
+        };
+        Some(command)
     }
 
     /// Every command of this type that takes no argument.
@@ -124,12 +186,16 @@ impl ReadOnlyCommand {
     ];
 
     /// The name of every command of this type, those with an argument included.
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 9] = [
         "get_default_active_thread_percentage",
         "get_server_list",
         "get_default_client_priority",
         "get_device_client_list",
         "get_client_list",
+        "get_server_status",
+        "get_active_thread_percentage",
+        "get_default_device_pinned_mem_limit",
+        "get_device_pinned_mem_limit",
     ];
 }
 
@@ -147,6 +213,37 @@ pub fn client_query(server: Pid) -> [ReadOnlyCommand; 2] {
         ReadOnlyCommand::GetDefaultActiveThreadPercentage,
         ReadOnlyCommand::GetClientList(server),
     ]
+}
+
+/// A settings session (issue 20): each command of `asked` with the liveness command before it
+/// and one after the last. The liveness answer is always one `%.1f` line, which no asked
+/// command prints except `get_active_thread_percentage <pid>`, whose answer is exactly one
+/// line; so the answers split unambiguously, an empty answer (no pinned limit) included, and an
+/// answer cut short loses its last liveness line and is refused.
+///
+/// ```
+/// use sharing_policy::{Pid, ReadOnlyCommand, probe_stdin, separated};
+///
+/// let server = Pid::new(4428).unwrap();
+/// let session = separated(&[
+///     ReadOnlyCommand::GetServerStatus(server),
+///     ReadOnlyCommand::GetDefaultDevicePinnedMemLimit(0),
+/// ]);
+/// assert_eq!(
+///     probe_stdin(&session),
+///     "get_default_active_thread_percentage\nget_server_status 4428\n\
+///      get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n\
+///      get_default_active_thread_percentage\n"
+/// );
+/// ```
+pub fn separated(asked: &[ReadOnlyCommand]) -> Vec<ReadOnlyCommand> {
+    let mut session = Vec::with_capacity(asked.len() * 2 + 1);
+    for command in asked {
+        session.push(ReadOnlyCommand::GetDefaultActiveThreadPercentage);
+        session.push(*command);
+    }
+    session.push(ReadOnlyCommand::GetDefaultActiveThreadPercentage);
+    session
 }
 
 /// The standard input of a probe: each command on its own line.

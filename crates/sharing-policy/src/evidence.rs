@@ -4,8 +4,10 @@ use crate::Code;
 
 /// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid`, then what
 /// "served" needs (schema v2): who asked, who owns the servers, the daemon's GPU scope and
-/// mode, the GPU's compute mode and driver, and what could not be verified; last, the host
-/// the rank ran on (`host_name`), which `merge` groups by.
+/// mode, the GPU's compute mode and driver, and what could not be verified; then the host
+/// the rank ran on (`host_name`), which `merge` groups by; last (issue 20), what the processes
+/// will be served with: the daemon's default active-thread percentage and pinned-memory limit
+/// for the GPU, and the server's state.
 ///
 /// Field order is the JSON key order; keep it. The keys after `daemon_pid` read as their
 /// defaults when absent, so older evidence still reads.
@@ -72,4 +74,17 @@ pub struct Evidence {
     /// recorded). `merge` groups its per-host checks by it.
     #[serde(default)]
     pub host_name: Option<String>,
+    /// The daemon's default active-thread percentage, from the liveness line
+    /// (`get_default_active_thread_percentage`, `%.1f`); null when not read. Issue 20.
+    #[serde(default)]
+    pub default_active_thread_percentage: Option<crate::Percentage>,
+    /// The daemon's default pinned-memory limit for the validated GPU's device ordinal, as
+    /// the daemon printed it (`10G`, `512M`: whole GiB are rounded down); null when no limit
+    /// is set or when it was not read (`unverified` says which, when a requirement asked).
+    #[serde(default)]
+    pub default_pinned_mem_limit: Option<String>,
+    /// The state of the first listed MPS server (`ACTIVE`, `INITIALIZING`, `FAULT`; 550+
+    /// `get_server_status`); null when no server is listed or its state was not read.
+    #[serde(default)]
+    pub server_status: Option<String>,
 }

@@ -8,15 +8,28 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CallerFacts, DaemonSearch, ProcessFacts};
 
-/// The snapshot schema this crate writes: v2 adds who asked ([`HostFacts::caller`]), the
+/// The snapshot schema this crate writes: v3 adds the settings session
+/// ([`HostFacts::settings_query`]: each listed server's state, each GPU ordinal's default
+/// pinned-memory limit; issue 20).
+pub const SCHEMA: &str = "mps-preflight/host-facts/v3";
+
+/// The second snapshot schema, still read: v2 added who asked ([`HostFacts::caller`]), the
 /// listed servers' owners ([`HostFacts::server_processes`]), the control daemon's process
 /// ([`HostFacts::daemon_process`]) and the GPU query's compute mode and driver version columns.
-pub const SCHEMA: &str = "mps-preflight/host-facts/v2";
+/// What it never recorded (the settings session) counts as unverified.
+pub const SCHEMA_V2: &str = "mps-preflight/host-facts/v2";
+
+/// Every snapshot schema this crate reads, newest first.
+pub const SCHEMAS_READ: [&str; 3] = [SCHEMA, SCHEMA_V2, SCHEMA_V1];
+
+/// The top-level fields that only [`SCHEMA`] (v3) defines; a v1 or v2 snapshot that carries
+/// one is refused ([`schema_field_error`]).
+pub const V3_ONLY_FIELDS: [&str; 1] = ["settings_query"];
 
 /// The first snapshot schema, still read: what it never recorded counts as unverified.
 pub const SCHEMA_V1: &str = "mps-preflight/host-facts/v1";
 
-/// The top-level fields that only [`SCHEMA`] (v2) defines; a v1 snapshot that carries one is
+/// The top-level fields that v2 ([`SCHEMA_V2`]) added; a v1 snapshot that carries one is
 /// refused ([`schema_field_error`]).
 pub const V2_ONLY_FIELDS: [&str; 4] = ["caller", "server_processes", "daemon_process", "host_name"];
 
@@ -26,27 +39,36 @@ pub const V2_ONLY_FIELDS: [&str; 4] = ["caller", "server_processes", "daemon_pro
 /// deserialisation itself (`deny_unknown_fields`).
 ///
 /// ```
-/// use sharing_policy::{schema_field_error, SCHEMA, SCHEMA_V1};
+/// use sharing_policy::{schema_field_error, SCHEMA, SCHEMA_V1, SCHEMA_V2};
 ///
-/// assert_eq!(schema_field_error(SCHEMA, ["schema", "caller"]), None);
+/// assert_eq!(schema_field_error(SCHEMA, ["schema", "caller", "settings_query"]), None);
 /// assert_eq!(
 ///     schema_field_error(SCHEMA_V1, ["schema", "caller"]).as_deref(),
 ///     Some("field `caller` is not defined by schema mps-preflight/host-facts/v1 (it is a v2 field)")
+/// );
+/// assert_eq!(
+///     schema_field_error(SCHEMA_V2, ["caller", "settings_query"]).as_deref(),
+///     Some("field `settings_query` is not defined by schema mps-preflight/host-facts/v2 (it is a v3 field)")
 /// );
 /// ```
 pub fn schema_field_error<'a>(
     schema: &str,
     fields: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
-    if schema != SCHEMA_V1 {
-        return None;
-    }
-    fields
-        .into_iter()
-        .find(|field| V2_ONLY_FIELDS.contains(field))
-        .map(|field| {
-            format!("field `{field}` is not defined by schema {SCHEMA_V1} (it is a v2 field)")
+    let later = |field: &str| {
+        if V3_ONLY_FIELDS.contains(&field) && schema != SCHEMA {
+            Some("v3")
+        } else if V2_ONLY_FIELDS.contains(&field) && schema == SCHEMA_V1 {
+            Some("v2")
+        } else {
+            None
+        }
+    };
+    fields.into_iter().find_map(|field| {
+        later(field).map(|version| {
+            format!("field `{field}` is not defined by schema {schema} (it is a {version} field)")
         })
+    })
 }
 
 /// Where CUDA looks for the control pipe when `CUDA_MPS_PIPE_DIRECTORY` is unset or empty.
@@ -119,7 +141,8 @@ impl From<&str> for OsText {
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HostFacts {
-    /// [`SCHEMA`], or [`SCHEMA_V1`] for an older snapshot (which has none of the v2 fields).
+    /// [`SCHEMA`], or an older one still read: [`SCHEMA_V2`] (no settings session) or
+    /// [`SCHEMA_V1`] (none of the v2 fields either).
     pub schema: String,
     /// The operating system, as Rust names it (`linux`, `macos`, `windows`, …).
     pub os: String,
@@ -149,6 +172,11 @@ pub struct HostFacts {
     /// (read as `None`) and left out of the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<OsText>,
+    /// v3: the settings session asked after a live daemon answered (issue 20,
+    /// [`crate::separated`]): each listed server's state and the default pinned-memory limit
+    /// of each GPU ordinal, between liveness lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_query: Option<QueryRecord>,
 }
 
 impl HostFacts {
@@ -167,6 +195,7 @@ impl HostFacts {
             server_processes: None,
             daemon_process: None,
             host_name: None,
+            settings_query: None,
         }
     }
 }

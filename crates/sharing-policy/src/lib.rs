@@ -12,11 +12,13 @@ mod evidence;
 mod facts;
 mod finding;
 mod gpu;
+mod limits;
 mod process;
 mod reference;
 mod request;
 pub mod retry;
 mod served;
+mod session;
 mod start;
 mod text;
 mod unobserved;
@@ -25,29 +27,32 @@ mod vocabulary;
 
 use assess::{Unmet, Wanted};
 pub use attest::{
-    ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS, ClientFacts,
-    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, attest, distinct_pids,
-    parse_client_list, same_process, stat_start_time,
+    ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS,
+    ClientFacts, LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts,
+    ServerSettings, attest, attest_settings_commands, distinct_pids, parse_client_list,
+    same_process, stat_start_time,
 };
 pub use code::Code;
-pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin};
+pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
     DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText,
     PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, SCHEMA_V1,
-    V2_ONLY_FIELDS, parse_pid, schema_field_error,
+    SCHEMA_V2, SCHEMAS_READ, V2_ONLY_FIELDS, V3_ONLY_FIELDS, parse_pid, schema_field_error,
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{
     GPU_QUERY_ARGS, HostTableError, REFERENCE_GPU_QUERY_ARGS, host_gpu_table, index_order_trusted,
 };
+pub use limits::{MemSize, Percentage};
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };
 pub use reference::REFERENCE_DAEMON_STDIN;
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
+pub use session::{settings_answers, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
 pub use unobserved::nothing_observed;

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::Vocabulary;
+use crate::{MemSize, Percentage, Vocabulary};
 
 /// The backend supported when a caller configures none.
 pub const DEFAULT_SUPPORTED_BACKEND: &str = "mjwarp";
@@ -32,6 +32,14 @@ pub struct Request {
     /// command line's flags.
     #[serde(default)]
     pub vocabulary: Vocabulary,
+    /// The least default active-thread percentage the daemon must give each new server
+    /// (`--min-active-thread-percentage`; issue 20); `None` states no minimum.
+    #[serde(default)]
+    pub min_active_thread_percentage: Option<Percentage>,
+    /// The least default pinned-memory limit the daemon may set for the GPU
+    /// (`--min-pinned-mem`; no limit at all meets any minimum); `None` states no minimum.
+    #[serde(default)]
+    pub min_pinned_mem: Option<MemSize>,
 }
 
 impl Request {
@@ -53,6 +61,8 @@ impl Request {
             supported_backends: vec![DEFAULT_SUPPORTED_BACKEND.to_owned()],
             require_verified: false,
             vocabulary: Vocabulary::Reference,
+            min_active_thread_percentage: None,
+            min_pinned_mem: None,
         }
     }
 }

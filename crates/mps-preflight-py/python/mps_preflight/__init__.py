@@ -163,6 +163,12 @@ class Evidence:
         def unverified(self) -> list[str]: ...
         @property
         def host_name(self) -> str | None: ...
+        @property
+        def default_active_thread_percentage(self) -> float | None: ...
+        @property
+        def default_pinned_mem_limit(self) -> str | None: ...
+        @property
+        def server_status(self) -> str | None: ...
 
     else:
         # At runtime every key of the Rust evidence is an attribute, a key a later version
@@ -272,11 +278,21 @@ def _spec(
     *,
     require_verified: bool = False,
     compat: bool = False,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> dict[str, Any]:
     if learner_device is None:
         raise TypeError("missing required argument 'learner_device'")
     if isinstance(supported_backends, str):
         raise TypeError("supported_backends must be a sequence of names, not one str")
+    if isinstance(min_active_thread_percentage, bool) or not isinstance(
+        min_active_thread_percentage, (int, float, str, type(None))
+    ):
+        raise TypeError(
+            f"min_active_thread_percentage must be a number, got {min_active_thread_percentage!r}"
+        )
+    if not isinstance(min_pinned_mem, (str, type(None))):
+        raise TypeError(f"min_pinned_mem must be a str like '10G', got {min_pinned_mem!r}")
     return {
         "mode": request,
         "learner_device": learner_device,
@@ -289,6 +305,11 @@ def _spec(
         "timeout": float(timeout),
         "require_verified": _flag(require_verified, "require_verified"),
         "compat": compat,
+        # Text, read by the same parser as the CLI's flags (a bad value raises ValueError).
+        "min_active_thread_percentage": (
+            None if min_active_thread_percentage is None else str(min_active_thread_percentage)
+        ),
+        "min_pinned_mem": min_pinned_mem,
     }
 
 
@@ -327,6 +348,8 @@ def probe(
     learner_uuid: str | None = None,
     timeout: float = 5.0,
     require_verified: bool = False,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> Evidence:
     """Observe this host and validate the request, as ``mps-preflight probe``.
 
@@ -335,13 +358,18 @@ def probe(
     ``timeout`` is each host query's deadline in seconds. The GIL is released meanwhile.
     ``require_verified``: what could not be verified (the evidence's ``unverified`` codes) is a
     rejection, as ``--require-verified``.
+    ``min_active_thread_percentage`` (``50``, ``12.5``) and ``min_pinned_mem`` (``"512M"``,
+    ``"10G"``) are the CLI's ``--min-active-thread-percentage`` and ``--min-pinned-mem``.
 
     Raises:
         Rejected: the first unmet prerequisite of an explicit request (never for a null one).
+        ValueError: a minimum that is not a percentage or an amount of memory.
     """
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
         supported_backends, learner_uuid, timeout, require_verified=require_verified,
+        min_active_thread_percentage=min_active_thread_percentage,
+        min_pinned_mem=min_pinned_mem,
     )
     return Evidence(_unwrap(_native.probe(spec)))
 
@@ -358,6 +386,8 @@ def check(
     supported_backends: Sequence[str] = ("mjwarp",),
     learner_uuid: str | None = None,
     require_verified: bool = False,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> Evidence:
     """Validate the request against a snapshot alone, as ``mps-preflight check``.
 
@@ -372,6 +402,8 @@ def check(
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
         supported_backends, learner_uuid, 5.0, require_verified=require_verified,
+        min_active_thread_percentage=min_active_thread_percentage,
+        min_pinned_mem=min_pinned_mem,
     )
     return Evidence(_unwrap(_native.check(spec, **_snapshot_source(snapshot))))
 
@@ -388,6 +420,8 @@ def doctor(
     learner_uuid: str | None = None,
     timeout: float = 5.0,
     snapshot: Mapping[str, Any] | StrPath | None = None,
+    min_active_thread_percentage: float | str | None = None,
+    min_pinned_mem: str | None = None,
 ) -> list[Finding]:
     """Every unmet prerequisite at once, as ``mps-preflight doctor``: on this host, or on
     ``snapshot``. Empty exactly when :func:`probe` (or :func:`check`) would validate.
@@ -398,6 +432,8 @@ def doctor(
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
         supported_backends, learner_uuid, timeout,
+        min_active_thread_percentage=min_active_thread_percentage,
+        min_pinned_mem=min_pinned_mem,
     )
     source = {} if snapshot is None else _snapshot_source(snapshot)
     answer = _native.doctor(spec, path=source.get("path"), text=source.get("text"))

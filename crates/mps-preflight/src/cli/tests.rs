@@ -150,6 +150,8 @@ fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
         learner_uuid: None,
         timeout_ms: 5000,
         require_verified: false,
+        min_active_thread_percentage: None,
+        min_pinned_mem: None,
     };
     for null in ["null", "NULL", "Null", " null "] {
         assert_eq!(args(null).to_request().mode, None, "{null:?}");

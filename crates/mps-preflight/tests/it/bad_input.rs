@@ -19,8 +19,8 @@ fn unreadable_snapshots_exit_2() {
     old["schema"] = "mps-preflight/host-facts/v0".into();
     write("v0.json", old.to_string().as_bytes());
     let mut future = bare_snapshot();
-    future["schema"] = "mps-preflight/host-facts/v3".into();
-    write("v3.json", future.to_string().as_bytes());
+    future["schema"] = "mps-preflight/host-facts/v4".into();
+    write("v4.json", future.to_string().as_bytes());
     // Issue 15 part 4: each schema knows exactly its own fields.
     let mut mig = bare_snapshot();
     mig["gpu_is_mig_slice"] = true.into();
@@ -71,7 +71,7 @@ fn unreadable_snapshots_exit_2() {
         "array.json",
         "no-schema.json",
         "v0.json",
-        "v3.json",
+        "v4.json",
         "v1-unknown-top-level.json",
         "v1-unknown-in-daemon-query.json",
         "v1-with-v2-field.json",

@@ -227,7 +227,7 @@ fn probe_equals_check_of_capture() {
 
             if probe.code == 0 {
                 let evidence = probe.json(&what);
-                assert_eq!(evidence.as_object().unwrap().len(), 24, "{what}");
+                assert_eq!(evidence.as_object().unwrap().len(), 27, "{what}");
                 let host_name = mps_host::read_host_name().to_string_lossy();
                 assert_eq!(evidence["host_name"], host_name.as_str(), "{what}");
             } else {
@@ -315,7 +315,7 @@ fn capture_prints_a_snapshot() {
         .env("CUDA_VISIBLE_DEVICES", not_utf8("0,"));
     let run = host.run(&["capture"]);
     let snapshot = run.json("capture");
-    assert_eq!(snapshot["schema"], "mps-preflight/host-facts/v2");
+    assert_eq!(snapshot["schema"], "mps-preflight/host-facts/v3");
     assert!(run.stdout.starts_with("{\n  \"schema\""), "{}", run.stdout);
     assert_eq!(
         snapshot["env"]["cuda_visible_devices"]["non_utf8_bytes"],

@@ -26,6 +26,7 @@ mod manifest;
 mod merge;
 mod nproc;
 mod prom;
+mod requirements;
 mod schemas;
 mod signals;
 mod stdin;

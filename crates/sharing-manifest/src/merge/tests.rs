@@ -30,6 +30,9 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         driver_version: None,
         unverified: vec![],
         host_name: None,
+        default_active_thread_percentage: None,
+        default_pinned_mem_limit: None,
+        server_status: None,
     }
 }
 

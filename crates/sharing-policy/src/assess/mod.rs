@@ -5,10 +5,12 @@
 //! Each family of prerequisites has its own module, in the order of the walk: the request
 //! (`request`), the GPU identity (`identity`), the control pipe (`pipe`), the daemon's answer
 //! (`liveness`), then what "served" needs: the daemon's GPU scope (`scope`), the servers'
-//! owner (`owner`) and the GPU's compute mode (`compute`).
+//! owner (`owner`) and the GPU's compute mode (`compute`); last, what the processes will be
+//! served with (`limits`: the server's state, the daemon's defaults against stated minimums).
 
 mod compute;
 mod identity;
+mod limits;
 mod liveness;
 mod owner;
 mod pipe;
@@ -168,6 +170,11 @@ pub(crate) fn explicit(
         driver_version: served.facts.driver_version,
         unverified: served.unverified,
         host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
+        default_active_thread_percentage: crate::limits::default_percentage(
+            facts.daemon_query.as_ref(),
+        ),
+        default_pinned_mem_limit: host.limits.pinned_mem_limit,
+        server_status: host.limits.server_status,
     };
     Ok((evidence, served.warnings))
 }
@@ -180,6 +187,7 @@ struct HostChecks {
     server_pid: Option<i64>,
     daemon_pid: Option<i64>,
     served: Served,
+    limits: limits::LimitsEvidence,
 }
 
 /// What the "served" families established: the facts, and what could not be verified.
@@ -290,6 +298,10 @@ fn check_host(
         return host;
     }
     compute::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
+    host.limits = limits::check(&context, &mut host.served, findings);
     host
 }
 

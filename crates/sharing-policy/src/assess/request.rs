@@ -46,14 +46,15 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
     if !is_mps(mode) {
         findings.push(|| unsupported_mode(words, mode));
     }
-    let schema_ok = facts.schema == SCHEMA || facts.schema == SCHEMA_V1;
+    let schema_ok = crate::SCHEMAS_READ.contains(&facts.schema.as_str());
     if !schema_ok {
         findings.push(|| Finding::new(
             Code::UnsupportedSnapshotSchema,
             format!(
-                "{mps} cannot use this host snapshot: its schema is {}, and this validator reads only {} and {}. Capture the host again with this version of mps-preflight.",
+                "{mps} cannot use this host snapshot: its schema is {}, and this validator reads only {}, {} and {}. Capture the host again with this version of mps-preflight.",
                 repr(&facts.schema),
                 repr(SCHEMA),
+                repr(crate::SCHEMA_V2),
                 repr(SCHEMA_V1)
             ),
             format!("schema {}", repr(&facts.schema)),
@@ -86,6 +87,17 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
             super::inconsistent(
                 words,
                 format!("it is a {SCHEMA_V1} snapshot, yet it holds the v2 field `{field}`"),
+            )
+        });
+    }
+    if facts.schema != SCHEMA && schema_ok && facts.settings_query.is_some() {
+        findings.push(|| {
+            super::inconsistent(
+                words,
+                format!(
+                    "it is a {} snapshot, yet it holds the v3 field `settings_query`",
+                    facts.schema
+                ),
             )
         });
     }

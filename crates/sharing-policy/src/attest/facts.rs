@@ -32,8 +32,14 @@ pub fn stat_start_time(stat: &str) -> Option<u64> {
 }
 
 /// The variables of a client's `/proc/<pid>/environ` that are recorded (raw): the pipe
-/// directory its CUDA connects through, and its GPU mask.
-pub const CLIENT_ENVIRON_VARS: [&str; 2] = ["CUDA_MPS_PIPE_DIRECTORY", "CUDA_VISIBLE_DEVICES"];
+/// directory its CUDA connects through, its GPU mask, and its own MPS limits (issue 20: a
+/// client may lower, never raise, the daemon's active-thread percentage).
+pub const CLIENT_ENVIRON_VARS: [&str; 4] = [
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+];
 
 /// Where the pipe directory that was asked came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,4 +164,8 @@ pub struct ServerFacts {
     pub client_query: QueryRecord,
     /// The server's process (its owner).
     pub process: ProcessFacts,
+    /// Issue 20: its state, active-thread percentage and pinned-memory limit for device 0
+    /// (`sharing_policy::attest_settings_commands`); absent from older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_query: Option<QueryRecord>,
 }

@@ -7,6 +7,7 @@ mod facts;
 mod message;
 pub(crate) mod namespace;
 mod seen;
+mod settings;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,7 @@ pub use facts::{
     stat_start_time,
 };
 use seen::{Seen, listing, seen};
+pub use settings::{ATTEST_DEVICE, ServerSettings, attest_settings_commands};
 
 use crate::served::{self, effective_uid};
 use crate::{DEFAULT_PIPE_DIRECTORY, OsText};
@@ -138,6 +140,12 @@ pub struct ProcessAttestation {
     pub cuda_visible_devices: Option<String>,
     /// Whether its environment could be read.
     pub environ_read: bool,
+    /// Its own `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, raw (issue 20; null when unset or unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_thread_percentage_env: Option<String>,
+    /// Its own `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`, raw (issue 20; null when unset or unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_device_mem_limit_env: Option<String>,
     /// Why it is not attached and what to do (null when attached).
     pub message: Option<String>,
     /// Its start time pinned at the first observation (field 22 of `/proc/<pid>/stat`, clock
@@ -176,6 +184,11 @@ pub struct Attestation {
     /// not proven either way). In multi-user mode the root server serves every user's clients.
     #[serde(default)]
     pub daemon_multiuser: Option<bool>,
+    /// Issue 20: what the server the learner is a client of serves with (its state, active
+    /// thread percentage, pinned-memory limit), when its settings were asked. A server in
+    /// `FAULT` is never attested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_settings: Option<ServerSettings>,
 }
 
 impl Attestation {
@@ -203,6 +216,12 @@ impl Attestation {
                 )
             })
             .collect();
+        if let Some(settings) = self.server_settings.as_ref().filter(|s| s.is_fault()) {
+            lines.push(format!(
+                "server-fault: MPS server {} that the learner is a client of is in FAULT: it rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY, and its clients are not being served; restart the job once the daemon has started a new server",
+                settings.pid
+            ));
+        }
         if !self.attested && lines.is_empty() && self.learner.pid == self.collector.pid {
             lines.push(format!(
                 "{}: {}",
@@ -224,6 +243,10 @@ impl Attestation {
     /// init). A launcher's `--wait-ms` polls while this holds.
     pub fn worth_waiting(&self) -> bool {
         !self.attested
+            && !self
+                .server_settings
+                .as_ref()
+                .is_some_and(ServerSettings::is_fault)
             && self
                 .problems()
                 .all(|(_, p)| p.code == AttestCode::NotAClient)
@@ -308,13 +331,19 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         &collector_seen,
         &learner_seen,
     );
+    let server_settings = learner
+        .server_pid
+        .and_then(|server| settings::read(facts, server));
     // Two roles on one PID prove nothing about two processes: never attested (the front ends
     // refuse it before observing; this keeps the rule in the policy too).
     let attested = facts.learner.pid != facts.collector.pid
         && learner.code == AttestCode::Attached
         && collector.code == AttestCode::Attached
         && learner.server_pid.is_some()
-        && learner.server_pid == collector.server_pid;
+        && learner.server_pid == collector.server_pid
+        && !server_settings
+            .as_ref()
+            .is_some_and(ServerSettings::is_fault);
     let server_pid = learner.server_pid.filter(|_| attested);
     Attestation {
         attested,
@@ -329,6 +358,7 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         elapsed_ms: facts.elapsed_ms,
         host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
         daemon_multiuser: served::daemon_multiuser(&daemon),
+        server_settings,
     }
 }
 
@@ -401,6 +431,8 @@ impl Context<'_> {
             environ_read: client.environ.is_some(),
             message: None,
             start_time: client.first_start_time.or(client.start_time),
+            active_thread_percentage_env: env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"),
+            pinned_device_mem_limit_env: env("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
         };
         let (code, cause) = self.decide(client, seen, other, &mut verdict);
         verdict.code = code;

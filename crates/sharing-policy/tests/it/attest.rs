@@ -64,6 +64,7 @@ pub(crate) fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
             status_uid: Some(uid_line(uid)),
             ..ProcessFacts::new(pid)
         },
+        settings_query: None,
     }
 }
 
@@ -480,8 +481,90 @@ proptest! {
             }
             prop_assert!(attestation.server_uid == attestation.learner.uid || root_multiuser);
             prop_assert!(attestation.error_lines().is_empty());
+            prop_assert!(!attestation.server_settings.as_ref().is_some_and(sharing_policy::ServerSettings::is_fault));
         } else {
             prop_assert!(!attestation.error_lines().is_empty());
         }
     }
+}
+
+/// [`healthy`] with server 4428's settings session (issue 20) answered `status`, `percentage`
+/// and `limit` (each with its newline, `""` for none).
+fn with_settings(status: &str, percentage: &str, limit: &str) -> AttestFacts {
+    let mut facts = healthy();
+    let stdin = probe_stdin(&sharing_policy::attest_settings_commands(
+        Pid::new(4428).unwrap(),
+    ));
+    let stdout = format!("100.0\n{status}100.0\n{percentage}100.0\n{limit}100.0\n");
+    facts.servers[0].settings_query = Some(record(stdin, exited(0, &stdout, "")));
+    facts
+}
+
+#[test]
+fn the_attested_server_s_settings_and_the_clients_own_limits_are_reported() {
+    let mut facts = with_settings("ACTIVE\n", "33.0\n", "4G\n");
+    let limits = facts.learner.environ.as_mut().unwrap();
+    limits.insert(
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE".to_owned(),
+        OsText::from("25"),
+    );
+    limits.insert(
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT".to_owned(),
+        OsText::from("0=2G"),
+    );
+    let attestation = attest(&facts);
+    assert!(attestation.attested);
+    let settings = attestation.server_settings.as_ref().unwrap();
+    assert_eq!(settings.status.as_deref(), Some("ACTIVE"));
+    assert_eq!(
+        settings.active_thread_percentage,
+        sharing_policy::Percentage::from_tenths(330)
+    );
+    assert_eq!(settings.device_pinned_mem_limit.as_deref(), Some("4G"));
+    assert!(settings.unread.is_empty(), "{settings:?}");
+    assert_eq!(
+        attestation.learner.active_thread_percentage_env.as_deref(),
+        Some("25")
+    );
+    assert_eq!(
+        attestation.learner.pinned_device_mem_limit_env.as_deref(),
+        Some("0=2G")
+    );
+    assert_eq!(attestation.collector.active_thread_percentage_env, None);
+}
+
+#[test]
+fn a_faulted_server_is_reported_and_never_attested() {
+    let attestation = attest(&with_settings("FAULT\n", "100.0\n", ""));
+    assert!(!attestation.attested);
+    assert!(
+        !attestation.worth_waiting(),
+        "a FAULT does not pass by waiting"
+    );
+    let lines = attestation.error_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("server-fault: MPS server 4428"),
+        "{lines:?}"
+    );
+    // 535 cannot say: the state is unread, the verdict unchanged.
+    let old = attest(&with_settings(
+        "Unknown command \"get_server_status\"\n",
+        "100.0\n",
+        "",
+    ));
+    assert!(old.attested);
+    let settings = old.server_settings.unwrap();
+    assert_eq!(settings.status, None);
+    assert!(settings.unread[0].contains("before 550"), "{settings:?}");
+    // A session cut short reads nothing, and is never read as ACTIVE.
+    let mut cut = with_settings("FAULT\n", "100.0\n", "");
+    if let QueryOutcome::Exited { stdout, .. } =
+        &mut cut.servers[0].settings_query.as_mut().unwrap().outcome
+    {
+        stdout.text.truncate("100.0\nFAULT\n".len());
+    }
+    let settings = attest(&cut).server_settings.unwrap();
+    assert_eq!(settings.status, None);
+    assert_eq!(settings.unread.len(), 1);
 }

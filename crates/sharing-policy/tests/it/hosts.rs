@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use sharing_policy::{
     AccessFacts, CallerFacts, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearch,
     DaemonSearchMethod, EnvFacts, FileFacts, FileKind, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM,
-    HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome, QueryRecord, SCHEMA,
-    SCHEMA_V1, probe_stdin,
+    HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome, QueryRecord, SCHEMA_V1,
+    SCHEMA_V2, probe_stdin,
 };
 
 pub(crate) const H100_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
@@ -205,8 +205,26 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         server_processes: None,
         daemon_process: None,
         host_name: None,
+        settings_query: None,
         env,
     }
+}
+
+/// The settings session (issue 20) the probe would ask on `facts`, each asked command answered
+/// by `answer` (its lines, newline-terminated; `""` for none) between `100.0` liveness lines.
+pub(crate) fn settings(
+    facts: &HostFacts,
+    answer: impl Fn(sharing_policy::ReadOnlyCommand) -> String,
+) -> Option<QueryRecord> {
+    let session = sharing_policy::settings_commands(facts)?;
+    let mut stdout = String::from("100.0\n");
+    for command in session.iter().skip(1).step_by(2) {
+        stdout.push_str(&answer(*command));
+        stdout.push_str("100.0\n");
+    }
+    let mut record = daemon_query(&facts.env, exited(0, &stdout, ""));
+    record.stdin = probe_stdin(&session);
+    Some(record)
 }
 
 /// A v2 GPU query: each row of `smi` with its compute mode and driver version first.
@@ -264,7 +282,7 @@ pub(crate) fn by_pid_file(processes: Vec<ProcessFacts>) -> DaemonSearch {
 /// the daemon pinned to `H100_A` unless `daemon` says otherwise.
 pub(crate) fn served(answer: &str, server_uid: u32, mode: &str) -> HostFacts {
     let mut facts = healthy(env(None, None, None, None), TWO_H100, answer);
-    SCHEMA.clone_into(&mut facts.schema);
+    SCHEMA_V2.clone_into(&mut facts.schema);
     facts.gpu_query = Some(gpu_query_v2(TWO_H100, mode));
     facts.caller = Some(CallerFacts {
         uid: 1000,
@@ -571,6 +589,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
         },
     ));
     mac.pid_file = Some(no_pid_file(&default, ENOENT));
+    SCHEMA_V2.clone_into(&mut mac.schema);
     out.push(("non-linux", mac));
 
     // Extra scenarios, one per remaining rejection family.
@@ -651,6 +670,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
 
     out.extend(served_fixtures());
     out.extend(crate::hosts_deployed::fixtures());
+    out.extend(crate::settings::fixtures());
     out
 }
 

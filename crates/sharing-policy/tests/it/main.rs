@@ -20,5 +20,6 @@ mod hosts;
 mod hosts_deployed;
 mod props;
 mod seed_order;
+mod settings;
 mod support;
 mod vocabulary;

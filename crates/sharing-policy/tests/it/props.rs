@@ -4,8 +4,8 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use sharing_policy::{
     CallerFacts, CapturedText, Code, DaemonSearch, DaemonSearchMethod, FileKind, GPU_QUERY_ARGS,
-    HostFacts, OsText, ProcessFacts, QueryOutcome, Request, SCHEMA, SCHEMA_V1, explain,
-    listed_server_pids, observes_host, validate,
+    HostFacts, OsText, ProcessFacts, QueryOutcome, ReadOnlyCommand, Request, SCHEMA, SCHEMA_V1,
+    explain, listed_server_pids, observes_host, validate,
 };
 
 use crate::hosts::{self, H100_A, H100_B, ONE_H100, TWO_H100};
@@ -342,7 +342,15 @@ fn assert_served(request: &Request, facts: &HostFacts, evidence: &sharing_policy
     if !evidence.unverified.is_empty() {
         return;
     }
-    assert_eq!(facts.schema, SCHEMA);
+    assert_ne!(facts.schema, SCHEMA_V1);
+    if evidence.server_pid.is_some() {
+        // Nothing unverified with a listed server: its state was read (a v3 settings session).
+        assert_eq!(facts.schema, SCHEMA);
+        assert!(matches!(
+            evidence.server_status.as_deref(),
+            Some("ACTIVE" | "INITIALIZING")
+        ));
+    }
     assert!(matches!(
         evidence.compute_mode.as_deref(),
         Some("Default" | "Exclusive_Process")
@@ -394,7 +402,12 @@ fn assert_invariants(request: &Request, facts: &HostFacts) {
     assert_eq!(evidence.configured.as_deref(), Some("mps"));
     assert_eq!(evidence.effective.as_deref(), Some("mps"));
     assert!(!evidence.ambient_server);
-    assert!(facts.schema == SCHEMA || facts.schema == SCHEMA_V1);
+    assert!(sharing_policy::SCHEMAS_READ.contains(&facts.schema.as_str()));
+    assert_ne!(
+        evidence.server_status.as_deref(),
+        Some("FAULT"),
+        "a server in FAULT is never validated"
+    );
     assert_served(request, facts, &evidence);
     let backend = request.backend.as_deref().map(|b| b.trim().to_lowercase());
     assert!(
@@ -582,7 +595,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                     &[
                         "",
                         "mps-preflight/host-facts/v0",
-                        "mps-preflight/host-facts/v3",
+                        "mps-preflight/host-facts/v4",
                     ],
                     s,
                 )
@@ -976,6 +989,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     ]
     .into_iter()
     .chain(served_breakers())
+    .chain(settings_breakers())
     .collect()
 }
 
@@ -1137,6 +1151,106 @@ fn served_breakers() -> Vec<Breaker> {
                 make_served(f);
                 r.require_verified = true;
                 set_compute_mode(f, pick(&["[N/A]", "[Not Supported]"], s));
+            },
+        },
+    ]
+}
+
+/// The breakers of what the processes will be served with (issue 20): each starts from
+/// [`make_served`] and records a settings session ([`hosts::settings`]).
+fn settings_breakers() -> Vec<Breaker> {
+    vec![
+        Breaker {
+            name: "the server the clients would join is in FAULT",
+            code: Code::ServerFault,
+            apply: |_, f, _| {
+                make_served(f);
+                add_server(f, Some(1000));
+                f.settings_query = hosts::settings(f, |command| match command {
+                    ReadOnlyCommand::GetServerStatus(pid) if pid.get() == 4429 => {
+                        "FAULT\n".to_owned()
+                    }
+                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
+                    _ => String::new(),
+                });
+            },
+        },
+        Breaker {
+            name: "a server's state unreadable, verification required",
+            code: Code::ServerStatusUnverified,
+            apply: |r, f, s| {
+                make_served(f);
+                add_server(f, Some(1000));
+                r.require_verified = true;
+                let answer = pick(
+                    &[
+                        "Unknown command \"get_server_status\"\n",
+                        "Server 4429 not found\n",
+                        "ACTIVE\nACTIVE\n",
+                        "",
+                    ],
+                    s,
+                );
+                f.settings_query = hosts::settings(f, |command| match command {
+                    ReadOnlyCommand::GetServerStatus(_) => answer.to_owned(),
+                    _ => String::new(),
+                });
+                if s % 5 == 4 {
+                    f.settings_query = None;
+                }
+            },
+        },
+        Breaker {
+            name: "the daemon's default active-thread percentage below the minimum",
+            code: Code::ActiveThreadPercentageBelowRequirement,
+            apply: |r, f, s| {
+                make_served(f);
+                r.min_active_thread_percentage = sharing_policy::Percentage::from_tenths(500);
+                let line = pick(&["25.0", "49.9", "0.0"], s);
+                if let QueryOutcome::Exited { stdout, .. } =
+                    &mut f.daemon_query.as_mut().unwrap().outcome
+                {
+                    let rest = stdout.text.split_once('\n').unwrap().1.to_owned();
+                    stdout.text = [line, "\n", &rest].concat();
+                }
+            },
+        },
+        Breaker {
+            name: "the daemon's default pinned-memory limit below the minimum",
+            code: Code::PinnedMemBelowRequirement,
+            apply: |r, f, s| {
+                make_served(f);
+                daemon_environ(f)
+                    .insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
+                r.min_pinned_mem = sharing_policy::MemSize::parse_arg("10G");
+                let limit = pick(&["9G\n", "1023M\n", "512M\n"], s);
+                f.settings_query = hosts::settings(f, |command| match command {
+                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
+                    _ => limit.to_owned(),
+                });
+            },
+        },
+        Breaker {
+            name: "the daemon's pinned-memory limit unreadable, verification required",
+            code: Code::PinnedMemLimitUnverified,
+            apply: |r, f, s| {
+                make_served(f);
+                daemon_environ(f)
+                    .insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
+                r.require_verified = true;
+                r.min_pinned_mem = sharing_policy::MemSize::parse_arg("1G");
+                let limit = pick(
+                    &[
+                        "Unknown command \"get_default_device_pinned_mem_limit\"\n",
+                        "10 G\n",
+                        "1G\n2G\n",
+                    ],
+                    s,
+                );
+                f.settings_query = hosts::settings(f, |command| match command {
+                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
+                    _ => limit.to_owned(),
+                });
             },
         },
     ]

@@ -42,6 +42,13 @@ fn key_phrase(code: Code) -> &'static str {
         Code::ServerOwnerUnverified => "could not verify that the MPS servers",
         Code::ComputeModeForbidsSharing => "its compute mode is",
         Code::ComputeModeUnverified => "could not verify the compute mode",
+        Code::ServerFault => "CUDA_ERROR_MPS_SERVER_NOT_READY",
+        Code::ServerStatusUnverified => "could not verify the state of MPS server",
+        Code::ActiveThreadPercentageBelowRequirement => "default active-thread percentage is",
+        Code::PinnedMemBelowRequirement => "default pinned-memory limit for GPU",
+        Code::PinnedMemLimitUnverified => {
+            "could not verify the daemon's default pinned-memory limit"
+        }
         other => panic!("no key phrase for {other}"),
     }
 }
@@ -111,6 +118,11 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "server-owner-unverified",
         "compute-mode-forbids-sharing",
         "compute-mode-unverified",
+        "server-fault",
+        "server-status-unverified",
+        "active-thread-percentage-below-requirement",
+        "pinned-mem-below-requirement",
+        "pinned-mem-limit-unverified",
     ];
     let got: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(got, expected);

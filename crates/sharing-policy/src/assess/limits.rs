@@ -1,0 +1,317 @@
+//! What the processes will be served with (issue 20 part 4; docs/mps-daemon.md §5b): the
+//! state of the server they would join (`FAULT` rejects every new client), and the daemon's
+//! defaults against the request's stated minimums (active-thread percentage, pinned memory).
+
+use super::{Context, Findings, Served};
+use crate::limits::{MemSize, Percentage};
+use crate::served::DaemonProcess;
+use crate::session::{self, ServerState};
+use crate::{Code, Finding, Pid, ReadOnlyCommand, served};
+
+/// What these checks add to the evidence.
+#[derive(Debug, Default)]
+pub(super) struct LimitsEvidence {
+    /// The daemon's default pinned-memory limit for the GPU, as printed (`None`: no limit, or
+    /// not read).
+    pub(super) pinned_mem_limit: Option<String>,
+    /// The first listed server's state, when read.
+    pub(super) server_status: Option<String>,
+}
+
+/// How to record what a v1/v2 snapshot never asked.
+const CAPTURE_AGAIN: &str = "capture the host again with this mps-preflight, which asks the daemon (with --require-verified this is a rejection)";
+
+/// What `session::server_state` says of a daemon without `get_server_status`.
+const BEFORE_550: &str = "drivers before 550";
+
+/// The fix when the daemon cannot tell a server's state.
+const NO_STATE_BEFORE_550: &str = "run a 550+ driver, whose daemon answers get_server_status; before 550 a server's state cannot be read (with --require-verified this is a rejection)";
+
+/// The server state, then the stated minimums.
+pub(super) fn check(
+    context: &Context<'_>,
+    served: &mut Served,
+    findings: &mut Findings,
+) -> LimitsEvidence {
+    let answers = settings(context);
+    let mut evidence = LimitsEvidence {
+        server_status: servers(context, &answers, served, findings),
+        pinned_mem_limit: None,
+    };
+    if findings.settled() {
+        return evidence;
+    }
+    percentage(context, findings);
+    if findings.settled() {
+        return evidence;
+    }
+    evidence.pinned_mem_limit = pinned(context, &answers, served, findings);
+    evidence
+}
+
+/// The recorded settings session's answers, or why there are none.
+type Answers<'a> = Result<Vec<(ReadOnlyCommand, Vec<&'a str>)>, String>;
+
+fn settings<'a>(context: &Context<'a>) -> Answers<'a> {
+    let record = context.facts.settings_query.as_ref().ok_or_else(|| {
+        "the snapshot holds no settings query (captured before schema v3)".to_owned()
+    })?;
+    session::session_answers(record, context.directory.as_bytes())
+}
+
+/// The answer to `command`, or why there is none.
+fn answer<'a>(answers: &'a Answers<'_>, command: ReadOnlyCommand) -> Result<&'a [&'a str], String> {
+    let answers = answers.as_ref().map_err(Clone::clone)?;
+    answers
+        .iter()
+        .find(|(asked, _)| *asked == command)
+        .map(|(_, lines)| lines.as_slice())
+        .ok_or_else(|| format!("the settings query did not ask `{}`", command.line()))
+}
+
+/// Every listed server's state: `FAULT` is a rejection, an unread state unverified. Returns
+/// the first server's state for the evidence.
+fn servers(
+    context: &Context<'_>,
+    answers: &Answers<'_>,
+    served: &mut Served,
+    findings: &mut Findings,
+) -> Option<String> {
+    let listed = served::server_pids(
+        context.facts.daemon_query.as_ref(),
+        context.directory.as_bytes(),
+    );
+    let mut first = None;
+    for pid in listed.into_iter().filter_map(Pid::new) {
+        let state = answer(answers, ReadOnlyCommand::GetServerStatus(pid))
+            .and_then(|lines| session::server_state(pid, lines));
+        match state {
+            Ok(state) => {
+                first.get_or_insert(state.as_str().to_owned());
+                if state == ServerState::Fault {
+                    findings.push(|| fault(context, pid));
+                }
+            }
+            Err(why) => {
+                // A driver without the command cannot be asked again to any effect.
+                let fix = if why.contains(BEFORE_550) {
+                    NO_STATE_BEFORE_550
+                } else {
+                    CAPTURE_AGAIN
+                };
+                let finding = Finding::new(
+                    Code::ServerStatusUnverified,
+                    [
+                        context.words().mps(),
+                        " could not verify the state of MPS server ",
+                        &pid.to_string(),
+                        ": ",
+                        super::clause(&why),
+                        ". To verify it, ",
+                        fix,
+                        ".",
+                    ]
+                    .concat(),
+                    why,
+                    fix.to_owned(),
+                );
+                served.unverified(context.request, findings, finding);
+            }
+        }
+    }
+    first
+}
+
+fn fault(context: &Context<'_>, pid: Pid) -> Finding {
+    let found = format!("MPS server {pid} is in FAULT");
+    let fix = format!(
+        "wait for its clients to exit so that the daemon starts a new server, or have the daemon's owner stop it (echo shutdown_server {pid} -f | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control); then retry",
+        crate::shell_quote(&context.directory.to_string_lossy())
+    );
+    Finding::new(
+        Code::ServerFault,
+        [
+            context.words().mps(),
+            " cannot share GPU ",
+            &context.gpu.to_string(),
+            " through the control daemon at ",
+            &context.control_path(),
+            ": ",
+            &found,
+            ", which rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY. To fix it, ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        found,
+        fix,
+    )
+}
+
+/// The daemon's default active-thread percentage meets the stated minimum.
+fn percentage(context: &Context<'_>, findings: &mut Findings) {
+    let Some(wanted) = context.request.min_active_thread_percentage else {
+        return;
+    };
+    let Some(found) = crate::limits::default_percentage(context.facts.daemon_query.as_ref()) else {
+        // A live answer whose liveness line is not `%.1f` (every daemon prints `%.1f`): the
+        // minimum cannot be compared, and the answer is not a known daemon's.
+        findings.push(|| {
+            let why = "the liveness line is not the daemon's %.1f active-thread percentage, so --min-active-thread-percentage cannot be checked".to_owned();
+            let fix = "check the daemon by hand: printf 'get_default_active_thread_percentage\\n' | nvidia-cuda-mps-control".to_owned();
+            Finding::new(
+                Code::DaemonAnswerUnrecognized,
+                [context.words().mps(), " could not read the control daemon's default active-thread percentage: ", &why, ". To fix it, ", &fix, "."].concat(),
+                why,
+                fix,
+            )
+        });
+        return;
+    };
+    if found >= wanted {
+        return;
+    }
+    findings.push(|| below_percentage(context, found, wanted));
+}
+
+fn below_percentage(context: &Context<'_>, found: Percentage, wanted: Percentage) -> Finding {
+    let what = format!(
+        "the control daemon's default active-thread percentage is {found}, below the required {wanted}"
+    );
+    let fix = format!(
+        "the daemon's owner runs echo set_default_active_thread_percentage {wanted} | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control (servers started afterwards get it), or the operator gives this job a larger share in the device plugin's MPS config (fewer replicas per GPU)",
+        crate::shell_quote(&context.directory.to_string_lossy())
+    );
+    Finding::new(
+        Code::ActiveThreadPercentageBelowRequirement,
+        [
+            context.words().mps(),
+            " cannot give each client the required share of GPU ",
+            &context.gpu.to_string(),
+            " through ",
+            &context.control_path(),
+            ": ",
+            &what,
+            " (a client cannot raise its own above the daemon's). To fix it, ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        what,
+        fix,
+    )
+}
+
+/// The daemon's default pinned-memory limit for the GPU, as printed, and whether it meets the
+/// stated minimum (no limit meets any).
+fn pinned(
+    context: &Context<'_>,
+    answers: &Answers<'_>,
+    served: &mut Served,
+    findings: &mut Findings,
+) -> Option<String> {
+    let read = daemon_ordinal(context).and_then(|ordinal| {
+        let command = ReadOnlyCommand::GetDefaultDevicePinnedMemLimit(ordinal);
+        answer(answers, command).and_then(|lines| session::pinned_limit(ordinal, lines))
+    });
+    let wanted = context.request.min_pinned_mem;
+    match (read, wanted) {
+        // No limit set for that device, or unread without a minimum to compare.
+        (Ok(None), _) | (Err(_), None) => None,
+        (Ok(Some((found, raw))), Some(wanted)) if found < wanted => {
+            findings.push(|| below_pinned(context, &raw, wanted));
+            Some(raw)
+        }
+        (Ok(Some((_, raw))), _) => Some(raw),
+        (Err(why), Some(_)) => {
+            let finding = Finding::new(
+                Code::PinnedMemLimitUnverified,
+                [
+                    context.words().mps(),
+                    " could not verify the daemon's default pinned-memory limit for GPU ",
+                    &context.gpu.to_string(),
+                    ": ",
+                    super::clause(&why),
+                    ". To verify it, ",
+                    CAPTURE_AGAIN,
+                    ".",
+                ]
+                .concat(),
+                why,
+                CAPTURE_AGAIN.to_owned(),
+            );
+            served.unverified(context.request, findings, finding);
+            None
+        }
+    }
+}
+
+fn below_pinned(context: &Context<'_>, raw: &str, wanted: MemSize) -> Finding {
+    let what = format!(
+        "the control daemon's default pinned-memory limit for GPU {} is {raw}, below the required {wanted}",
+        context.gpu
+    );
+    let fix = "the daemon's owner raises it with set_default_device_pinned_mem_limit <device> <size> (servers started afterwards get it), or the operator gives this job more memory in the device plugin's MPS config (fewer replicas per GPU)".to_owned();
+    Finding::new(
+        Code::PinnedMemBelowRequirement,
+        [
+            context.words().mps(),
+            " cannot give each client the required device memory through ",
+            &context.control_path(),
+            ": ",
+            &what,
+            ". To fix it, ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        what,
+        fix,
+    )
+}
+
+/// The GPU's ordinal as the daemon numbers its devices: its position in the daemon's
+/// `CUDA_VISIBLE_DEVICES` (every GPU when unset), mapped through the host table only when the
+/// daemon's order is known to match it (the rule of the scope check).
+fn daemon_ordinal(context: &Context<'_>) -> Result<u32, String> {
+    let daemon = match &context.daemon {
+        DaemonProcess::Found(daemon) => daemon,
+        DaemonProcess::Unknown(why) => {
+            return Err(format!(
+                "which device number the daemon gives this GPU is unknown: {why}"
+            ));
+        }
+    };
+    let environ = daemon.environ.as_ref().ok_or_else(|| {
+        format!(
+            "which device number the daemon gives this GPU is unknown: /proc/{}/environ was not read",
+            daemon.pid
+        )
+    })?;
+    let mask = environ
+        .get("CUDA_VISIBLE_DEVICES")
+        .map(crate::OsText::as_bytes);
+    let placement = gpu_uuid::place(mask, context.table)
+        .map_err(|err| format!("the daemon's CUDA_VISIBLE_DEVICES: {err}"))?;
+    let pci = environ
+        .get("CUDA_DEVICE_ORDER")
+        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
+    if placement.relies_on_index_order() && !pci && !context.table.is_homogeneous() {
+        return Err(
+            "on this mixed-model host the daemon's CUDA device order may differ from nvidia-smi's"
+                .to_owned(),
+        );
+    }
+    let rows = context.table.rows();
+    placement
+        .host_indices()
+        .iter()
+        .position(|&index| {
+            usize::try_from(index)
+                .ok()
+                .and_then(|i| rows.get(i))
+                .is_some_and(|row| row.uuid == context.gpu)
+        })
+        .and_then(|position| u32::try_from(position).ok())
+        .ok_or_else(|| "the daemon does not serve this GPU".to_owned())
+}

@@ -1,0 +1,236 @@
+//! The settings session (issue 20 part 4): what the probe asks once the daemon answered (each
+//! listed server's state, each GPU ordinal's default pinned-memory limit), how a recorded
+//! session splits into one answer per question, and what each answer says
+//! (docs/mps-daemon.md §5b; gpu-truth §4–5).
+
+use crate::daemon::{self, DaemonStatus};
+use crate::limits::{MemSize, Percentage};
+use crate::{HostFacts, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, gpu, served};
+
+/// The most GPU ordinals a settings session asks about (more than any host has GPUs).
+const MAX_ORDINALS: usize = 64;
+
+/// The most servers a settings session asks about (a daemon runs one at a time).
+const MAX_SERVERS: usize = 16;
+
+/// What the probe asks once a live daemon answered (issue 20), or `None` when there is nothing
+/// to ask: the state of each server the daemon listed, then the default pinned-memory limit of
+/// each GPU ordinal of the host table (the daemon numbers devices in its own CUDA view, which
+/// is one of these; the validator picks the validated GPU's), in a [`crate::separated`]
+/// session. `mps-host` calls this, so the decision of what to ask stays here.
+pub fn settings_commands(facts: &HostFacts) -> Option<Vec<ReadOnlyCommand>> {
+    let directory = facts.env.pipe_directory();
+    let record = facts.daemon_query.as_ref()?;
+    let servers = served::server_pids(Some(record), directory.as_bytes());
+    if !matches!(
+        daemon::status(Some(record), directory.as_bytes()),
+        DaemonStatus::Live { .. }
+    ) {
+        return None;
+    }
+    let mut asked: Vec<ReadOnlyCommand> = servers
+        .into_iter()
+        .filter_map(Pid::new)
+        .take(MAX_SERVERS)
+        .map(ReadOnlyCommand::GetServerStatus)
+        .collect();
+    let text = gpu::host_text(facts.gpu_query.as_ref());
+    if let Ok(table) = gpu::parse_table(&text) {
+        let mut ordinals: Vec<u32> = table.rows().iter().map(|row| row.index).collect();
+        ordinals.sort_unstable();
+        ordinals.dedup();
+        asked.extend(
+            ordinals
+                .into_iter()
+                .take(MAX_ORDINALS)
+                .map(ReadOnlyCommand::GetDefaultDevicePinnedMemLimit),
+        );
+    }
+    (!asked.is_empty()).then(|| crate::separated(&asked))
+}
+
+/// Each asked command of a recorded settings session with its answer lines, or why the record
+/// cannot be read as one: it must be this probe's (the control front-end, no arguments, a
+/// [`crate::separated`] session of read-only commands on stdin, the pipe directory, retried
+/// only after transient outcomes), exit 0 with nothing on stderr, and its stdout must split
+/// into one answer per asked command between `%.1f` liveness lines.
+pub(crate) fn session_answers<'a>(
+    record: &'a QueryRecord,
+    pipe_directory: &[u8],
+) -> Result<Vec<(ReadOnlyCommand, Vec<&'a str>)>, String> {
+    let asked = asked_commands(record, pipe_directory)?;
+    let QueryOutcome::Exited {
+        code: Some(0),
+        stdout,
+        stderr,
+        ..
+    } = &record.outcome
+    else {
+        let how = daemon::not_answered(crate::Vocabulary::Cli, record);
+        return Err(match how {
+            Some(DaemonStatus::TimedOut { timeout_ms }) => {
+                format!("the settings query did not answer within {timeout_ms} ms")
+            }
+            Some(DaemonStatus::NoAnswer(detail)) => detail,
+            Some(DaemonStatus::SpawnFailed(error)) => {
+                format!("the settings query could not be started: {error}")
+            }
+            _ => "the settings query did not answer".to_owned(),
+        });
+    };
+    if stdout.truncated || stdout.non_utf8 || stderr.truncated || !stderr.text.is_empty() {
+        return Err(format!(
+            "the settings query answered with {}, {}",
+            daemon::describe_text("stdout", stdout),
+            daemon::describe_text("stderr", stderr)
+        ));
+    }
+    split_answers(&asked, &stdout.text).ok_or_else(|| {
+        format!(
+            "the settings query's answer is not one answer per question between liveness lines: {}",
+            daemon::describe_text("stdout", stdout)
+        )
+    })
+}
+
+/// [`session_answers`] for callers outside the validator (the real-daemon recordings' tests,
+/// `attest`): each asked command of a recorded settings session with its answer lines, or why
+/// the record is not a readable session. The answers are not interpreted.
+///
+/// # Errors
+/// The record is not this probe's settings session, did not exit 0 with an empty stderr, or
+/// its stdout does not split into one answer per asked command between `%.1f` lines.
+pub fn settings_answers(
+    record: &QueryRecord,
+    pipe_directory: &crate::OsText,
+) -> Result<Vec<(ReadOnlyCommand, Vec<String>)>, String> {
+    session_answers(record, pipe_directory.as_bytes()).map(|answers| {
+        answers
+            .into_iter()
+            .map(|(command, lines)| (command, lines.into_iter().map(str::to_owned).collect()))
+            .collect()
+    })
+}
+
+/// The commands a settings session asked, between its liveness commands.
+fn asked_commands(
+    record: &QueryRecord,
+    pipe_directory: &[u8],
+) -> Result<Vec<ReadOnlyCommand>, String> {
+    if !daemon::is_control_program(&record.program) || !record.args.is_empty() {
+        return Err("the settings query is not the control front-end without arguments".to_owned());
+    }
+    if record
+        .env
+        .get("CUDA_MPS_PIPE_DIRECTORY")
+        .is_some_and(|dir| dir.as_bytes() != pipe_directory)
+    {
+        return Err("the settings query used another pipe directory".to_owned());
+    }
+    daemon::check_retries(record)?;
+    let body = record.stdin.strip_suffix('\n').unwrap_or_default();
+    let session: Option<Vec<ReadOnlyCommand>> =
+        body.split('\n').map(ReadOnlyCommand::parse_line).collect();
+    let session =
+        session.ok_or("the settings query sent a line that is not a read-only command")?;
+    let asked: Vec<ReadOnlyCommand> = session.iter().skip(1).step_by(2).copied().collect();
+    if asked.is_empty() || crate::separated(&asked) != session {
+        return Err("the settings query's stdin is not a separated session".to_owned());
+    }
+    Ok(asked)
+}
+
+/// Splits `stdout` into one answer per asked command, each after a `%.1f` liveness line, with
+/// one more liveness line last. An answer is every line up to the next `%.1f` line, except
+/// `get_active_thread_percentage <pid>`'s, which is itself `%.1f` (or `Server <pid> not
+/// found`): exactly one line. No other asked command ever prints a `%.1f` line.
+fn split_answers<'a>(
+    asked: &[ReadOnlyCommand],
+    stdout: &'a str,
+) -> Option<Vec<(ReadOnlyCommand, Vec<&'a str>)>> {
+    let body = stdout.strip_suffix('\n')?;
+    let mut lines = body.split('\n').peekable();
+    let separator = |line: Option<&str>| line.and_then(Percentage::parse_daemon).is_some();
+    let mut answers = Vec::with_capacity(asked.len());
+    for command in asked {
+        if !separator(lines.next()) {
+            return None;
+        }
+        let mut answer = Vec::new();
+        if matches!(command, ReadOnlyCommand::GetActiveThreadPercentage(_)) {
+            answer.push(lines.next()?);
+        } else {
+            while let Some(line) = lines.next_if(|line| Percentage::parse_daemon(line).is_none()) {
+                answer.push(line);
+            }
+        }
+        answers.push((*command, answer));
+    }
+    // The last liveness line, and nothing after it: otherwise the answer was cut short or is
+    // not this session's.
+    (separator(lines.next()) && lines.next().is_none()).then_some(answers)
+}
+
+/// An MPS server's state as `get_server_status` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServerState {
+    Active,
+    Initializing,
+    Fault,
+}
+
+impl ServerState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "ACTIVE",
+            Self::Initializing => "INITIALIZING",
+            Self::Fault => "FAULT",
+        }
+    }
+}
+
+/// One answer of the settings session: known, or why not.
+pub(crate) type Read<T> = Result<T, String>;
+
+/// The state `lines` (one answer of `get_server_status <pid>`) give.
+pub(crate) fn server_state(pid: Pid, lines: &[&str]) -> Read<ServerState> {
+    match lines {
+        ["ACTIVE"] => Ok(ServerState::Active),
+        ["INITIALIZING"] => Ok(ServerState::Initializing),
+        ["FAULT"] => Ok(ServerState::Fault),
+        [line] if line.starts_with("Unknown command") => {
+            Err("the daemon has no get_server_status (drivers before 550 do not)".to_owned())
+        }
+        [line] if *line == format!("Server {pid} not found") => {
+            Err(format!("server {pid} was gone when its state was asked"))
+        }
+        other => Err(format!(
+            "get_server_status {pid} answered {}",
+            crate::text::repr(&other.join("\n"))
+        )),
+    }
+}
+
+/// The limit `lines` (one answer of `get_default_device_pinned_mem_limit`) give: `None` when
+/// the daemon printed nothing (no limit set for that device identifier).
+pub(crate) fn pinned_limit(device: u32, lines: &[&str]) -> Read<Option<(MemSize, String)>> {
+    match lines {
+        [] => Ok(None),
+        [line] => MemSize::parse_daemon(line)
+            .map(|size| Some((size, (*line).to_owned())))
+            .ok_or_else(|| {
+                if line.starts_with("Unknown command") {
+                    "the daemon has no get_default_device_pinned_mem_limit (drivers before 535 do not)".to_owned()
+                } else {
+                    format!(
+                        "get_default_device_pinned_mem_limit {device} answered {}",
+                        crate::text::repr(line)
+                    )
+                }
+            }),
+        other => Err(format!(
+            "get_default_device_pinned_mem_limit {device} answered {}",
+            crate::text::repr(&other.join("\n"))
+        )),
+    }
+}

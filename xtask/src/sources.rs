@@ -18,8 +18,8 @@ pub(crate) const MAX_LINES: usize = 600;
 /// Files over [`MAX_LINES`] when the rule came in, with the most lines each may keep. Each is
 /// the sharing-policy tests other work edits now; splitting them is left to after it merges.
 const OVERSIZED: &[(&str, usize)] = &[
-    ("crates/sharing-policy/tests/it/props.rs", 1199),
-    ("crates/sharing-policy/tests/it/hosts.rs", 704),
+    ("crates/sharing-policy/tests/it/props.rs", 1066),
+    ("crates/sharing-policy/tests/it/hosts.rs", 616),
 ];
 
 /// The render modules of `crates/mps-preflight/src` (files, or directories of them) and the

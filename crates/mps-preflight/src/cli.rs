@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sharing_policy::{Request, Vocabulary};
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -321,115 +320,6 @@ pub(crate) struct CompletionsArgs {
     pub(crate) shell: CompletionShell,
 }
 
-/// What the launcher asks for (probe, check, doctor).
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Request")]
-pub(crate) struct RequestArgs {
-    /// The sharing mode: `mps` or `null` (any case). Any other value is a rejection (exit 1), not a usage error
-    #[arg(long = "request", value_name = "MODE", default_value = "null")]
-    pub(crate) mode: String,
-
-    /// The learner's device, e.g. `cuda:0` (or `cpu` for a null request); a malformed one is a rejection (exit 1), not a usage error
-    #[arg(long, value_name = "DEV")]
-    pub(crate) learner_device: String,
-
-    /// The collector's device, e.g. `cuda:0`; an `mps` request needs one
-    #[arg(long, value_name = "DEV")]
-    pub(crate) collector_device: Option<String>,
-
-    /// The simulation backend the run uses, checked against --supported-backend; without it
-    /// nothing about backends is checked
-    #[arg(long, value_name = "NAME")]
-    pub(crate) backend: Option<String>,
-
-    /// A backend that supports process sharing (repeatable)
-    #[arg(long = "supported-backend", value_name = "NAME", default_value = sharing_policy::DEFAULT_SUPPORTED_BACKEND)]
-    pub(crate) supported_backends: Vec<String>,
-
-    /// This rank; must be in 0..world-size (other integers are rejected, exit 1)
-    #[arg(long, value_name = "INT", default_value = "0", value_parser = parse_int, allow_negative_numbers = true)]
-    pub(crate) rank: i64,
-
-    /// The number of ranks; must be at least 1 (other integers are rejected, exit 1)
-    #[arg(long, value_name = "INT", default_value = "1", value_parser = parse_int, allow_negative_numbers = true)]
-    pub(crate) world_size: i64,
-
-    #[arg(
-        long,
-        value_name = "UUID",
-        help = "The learner's GPU UUID as its own CUDA runtime reports it",
-        long_help = paragraphs("\
-The learner's GPU UUID as its own CUDA runtime reports it (e.g. torch's
-`get_device_properties(i).uuid`); without it, the learner's GPU is resolved from
-CUDA_VISIBLE_DEVICES and `nvidia-smi`, like the collector's")
-    )]
-    pub(crate) learner_uuid: Option<String>,
-
-    /// The deadline of each host query, in milliseconds (unused when a snapshot is read)
-    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout, allow_negative_numbers = true)]
-    pub(crate) timeout_ms: u64,
-
-    #[arg(
-        long,
-        help = "Reject what cannot be verified (the daemon's GPU scope, a server's owner, the compute mode)",
-        long_help = paragraphs("\
-Reject every prerequisite that could not be observed (the daemon's GPU scope when its
-environment is unreadable, a server's owner when /proc hides it, the compute mode when it was
-not recorded) instead of listing it in the evidence's `unverified` key. For operators who run
-the probe as root, where everything can be observed")
-    )]
-    pub(crate) require_verified: bool,
-
-    #[arg(
-        long,
-        value_name = "P",
-        value_parser = parse_percentage,
-        help = "Reject a daemon whose default active-thread percentage is below P (e.g. 50, 12.5)",
-        long_help = paragraphs("\
-Reject a daemon whose default active-thread percentage (get_default_active_thread_percentage,
-which every new server and so every client gets at most) is below P, a number above 0 and at
-most 100 with at most one decimal")
-    )]
-    pub(crate) min_active_thread_percentage: Option<sharing_policy::Percentage>,
-
-    #[arg(
-        long,
-        value_name = "SIZE",
-        value_parser = parse_mem_size,
-        help = "Reject a daemon whose default pinned-memory limit for the GPU is below SIZE (e.g. 512M, 10G)",
-        long_help = paragraphs("\
-Reject a daemon whose default pinned-memory limit for the GPU
-(get_default_device_pinned_mem_limit <device>) is below SIZE: digits then M (MiB) or G (GiB).
-No limit set meets any SIZE; a limit that cannot be read is unverified")
-    )]
-    pub(crate) min_pinned_mem: Option<sharing_policy::MemSize>,
-}
-
-impl RequestArgs {
-    /// The request as the policy reads it: `null` (any case, surrounding whitespace ignored)
-    /// is no mode; every other string is passed on as given, for the policy to judge.
-    pub(crate) fn to_request(&self) -> Request {
-        let mode = if self.mode.trim().eq_ignore_ascii_case("null") {
-            None
-        } else {
-            Some(self.mode.clone())
-        };
-        Request {
-            mode,
-            learner_device: self.learner_device.clone(),
-            collector_device: self.collector_device.clone(),
-            backend: self.backend.clone(),
-            rank: self.rank,
-            world_size: self.world_size,
-            supported_backends: self.supported_backends.clone(),
-            require_verified: self.require_verified,
-            vocabulary: Vocabulary::Cli,
-            min_active_thread_percentage: self.min_active_thread_percentage,
-            min_pinned_mem: self.min_pinned_mem,
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct ProbeArgs {
     #[command(flatten)]
@@ -603,60 +493,9 @@ pub(crate) enum SchemaKind {
     AttestSnapshot,
 }
 
-/// An integer of any size: decimal digits with an optional sign. Values beyond `i64` saturate,
-/// so that they reach the policy (and are rejected there as out of range) instead of being a
-/// usage error; anything that is not an integer is a usage error.
-pub(crate) fn parse_int(text: &str) -> Result<i64, String> {
-    let (negative, digits) = match text.as_bytes().first() {
-        Some(b'-') => (true, text.get(1..).unwrap_or_default()),
-        Some(b'+') => (false, text.get(1..).unwrap_or_default()),
-        _ => (false, text),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("expected an integer, got {text:?}"));
-    }
-    // Saturating would report a value that was not given (issue 16 part 4).
-    let value = digits
-        .parse::<i128>()
-        .ok()
-        .map(|value| if negative { -value } else { value })
-        .and_then(|value| i64::try_from(value).ok());
-    value.ok_or_else(|| {
-        format!(
-            "{text} is out of range: expected an integer from {} to {}",
-            i64::MIN,
-            i64::MAX
-        )
-    })
-}
+mod request;
 
-/// A positive number of milliseconds.
-pub(crate) fn parse_timeout(text: &str) -> Result<u64, String> {
-    match text.parse::<u64>() {
-        Ok(0) => Err("the deadline must be at least 1 ms".to_owned()),
-        Ok(value) => Ok(value),
-        Err(_) if text.starts_with('-') => Err(format!(
-            "the deadline cannot be negative, got {text}: give a whole number of milliseconds, at least 1"
-        )),
-        Err(_) => Err(format!(
-            "expected a whole number of milliseconds, at least 1, got {text:?}"
-        )),
-    }
-}
-
-/// `--min-active-thread-percentage`: above 0, at most 100, at most one decimal.
-pub(crate) fn parse_percentage(text: &str) -> Result<sharing_policy::Percentage, String> {
-    sharing_policy::Percentage::parse_arg(text).ok_or_else(|| {
-        format!("expected a percentage above 0 and at most 100 with at most one decimal (50, 12.5), got {text:?}")
-    })
-}
-
-/// `--min-pinned-mem`: digits then `M` or `G`.
-pub(crate) fn parse_mem_size(text: &str) -> Result<sharing_policy::MemSize, String> {
-    sharing_policy::MemSize::parse_arg(text).ok_or_else(|| {
-        format!("expected an amount of memory as digits then M or G (512M, 10G), got {text:?}")
-    })
-}
+pub(crate) use request::{RequestArgs, parse_timeout};
 
 #[cfg(test)]
 mod tests;

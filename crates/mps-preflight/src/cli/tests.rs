@@ -2,6 +2,7 @@
 
 use clap::CommandFactory as _;
 
+use super::request::parse_int;
 use super::*;
 
 #[test]

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub(crate) use crate::fake_daemon::{eventually, lines};
 use crate::fake_daemon::FakeDaemon;
+pub(crate) use crate::fake_daemon::{eventually, lines};
 use crate::support::{FakeHost, MPS_REQUEST, Run, finish, running_as_root, spawn, system_program};
 
 /// A fake host with the one fake daemon ([`FakeDaemon`], answering from `state`), and the

@@ -100,7 +100,8 @@ pub(crate) fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
     }
 }
 
-/// One scenario per code (and per likely cause), each named.
+/// One scenario per code (and per likely cause), each named: one list, read top to bottom.
+#[allow(clippy::too_many_lines)]
 fn scenarios() -> Vec<(&'static str, AttestFacts)> {
     let mut out = vec![("attested", healthy())];
     let mut gone = healthy();

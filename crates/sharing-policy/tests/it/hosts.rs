@@ -27,24 +27,24 @@ pub(crate) const ONE_H100: &str =
     "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n";
 /// A desktop with two different models (koboldcpp#1023's host): CUDA's default fastest-first
 /// order puts the 3090 first, nvidia-smi's PCI order the 1660.
-const MIXED: &str = "0, GPU-0aa11ebd-627f-af3f-1a0d-4e1fd92fd7b0, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n\
+pub(crate) const MIXED: &str = "0, GPU-0aa11ebd-627f-af3f-1a0d-4e1fd92fd7b0, NVIDIA GeForce GTX 1660 SUPER, 00000000:01:00.0\n\
                      1, GPU-9e8d35e3-a134-0fdd-0e01-23811fdbd293, NVIDIA GeForce RTX 3090, 00000000:08:00.0\n";
 /// An A100 with MIG enabled next to one without (nvidia-smi --query-gpu lists whole GPUs only).
 const MIG_HOST: &str = "0, GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77, NVIDIA A100-SXM4-40GB, 00000000:07:00.0\n\
                         1, GPU-0aa11ebd-627f-af3f-1a0d-4e1fd92fd7b0, NVIDIA A100-SXM4-40GB, 00000000:0F:00.0\n";
 
-const ENOENT: &str = "No such file or directory (os error 2)";
-const EACCES: &str = "Permission denied (os error 13)";
+pub(crate) const ENOENT: &str = "No such file or directory (os error 2)";
+pub(crate) const EACCES: &str = "Permission denied (os error 13)";
 /// docs/mps-daemon.md §2 X1: no daemon, or unreachable for any reason.
 const CANNOT_FIND: &str = "Cannot find MPS control daemon process\n";
 /// docs/cuda-visibility.md §6: the driver-not-loaded message, exit 9.
 const DRIVER_FAILURE: &str = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n";
 
-fn text(s: &str) -> CapturedText {
+pub(crate) fn text(s: &str) -> CapturedText {
     CapturedText::from_bytes(s.as_bytes(), false)
 }
 
-fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
+pub(crate) fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
     QueryOutcome::Exited {
         code: Some(code),
         signal: None,
@@ -181,7 +181,7 @@ pub(crate) fn pid_file(env: &EnvFacts, pid: &str, alive: bool) -> PidFileFacts {
 }
 
 /// 470/535 drivers write no pid file.
-fn no_pid_file(env: &EnvFacts, error: &str) -> PidFileFacts {
+pub(crate) fn no_pid_file(env: &EnvFacts, error: &str) -> PidFileFacts {
     PidFileFacts {
         path: env.pid_file_path(),
         contents: None,
@@ -303,120 +303,6 @@ pub(crate) fn served(answer: &str, server_uid: u32, mode: &str) -> HostFacts {
     facts
 }
 
-/// The v2 fixtures: one per "served" rule and per unverified kind.
-#[allow(clippy::too_many_lines)]
-fn served_fixtures() -> Vec<(&'static str, HostFacts)> {
-    const EPERM_ENVIRON: &str = "Permission denied (os error 13)";
-    let mut out = Vec::new();
-    out.push((
-        "v2-served-validated",
-        served("100.0\n4428\n", 1000, "Exclusive_Process"),
-    ));
-    out.push((
-        "v2-server-of-another-user",
-        served("100.0\n4428\n", 1001, "Exclusive_Process"),
-    ));
-    let mut multiuser = served("100.0\n4428\n", 1001, "Exclusive_Process");
-    multiuser.daemon_process = Some(by_pid_file(vec![daemon_process(
-        &["-d", "-m"],
-        &[("CUDA_VISIBLE_DEVICES", H100_A)],
-    )]));
-    out.push(("v2-multiuser-daemon-other-user-server", multiuser));
-
-    let mut outside = served("100.0\n", 1000, "Default");
-    outside.daemon_process = Some(by_pid_file(vec![daemon_process(
-        &["-d"],
-        &[("CUDA_VISIBLE_DEVICES", H100_B)],
-    )]));
-    out.push(("v2-gpu-outside-daemon-scope", outside));
-
-    let mut remap = served("100.0\n", 1000, "Default");
-    remap.env.cuda_visible_devices = Some(OsText::from("1"));
-    remap.daemon_process = Some(by_pid_file(vec![daemon_process(
-        &["-d"],
-        &[("CUDA_VISIBLE_DEVICES", "0,1")],
-    )]));
-    out.push(("v2-daemon-index-mask-client-index", remap));
-
-    let mut mixed = served("100.0\n", 1000, "Default");
-    mixed.env.cuda_device_order = Some(OsText::from("PCI_BUS_ID"));
-    mixed.gpu_query = Some(gpu_query_v2(MIXED, "Default"));
-    mixed.daemon_process = Some(by_pid_file(vec![daemon_process(
-        &["-d"],
-        &[("CUDA_VISIBLE_DEVICES", "0")],
-    )]));
-    out.push(("v2-daemon-index-mask-mixed-models", mixed));
-
-    let mut unreadable = served("100.0\n", 1000, "Default");
-    let mut daemon = daemon_process(&["-d"], &[]);
-    daemon.environ = None;
-    daemon
-        .errors
-        .insert("environ".to_owned(), EPERM_ENVIRON.to_owned());
-    unreadable.daemon_process = Some(by_pid_file(vec![daemon]));
-    out.push(("v2-daemon-environ-unreadable", unreadable));
-
-    // A 535 driver: no pid file, so /proc was scanned; the daemon and its server both show as
-    // `nvidia-cuda-mps`.
-    let mut scan = served("100.0\n4428\n", 1000, "Default");
-    scan.pid_file = Some(no_pid_file(&scan.env, ENOENT));
-    let mut server = process(4428, 1000, "nvidia-cuda-mps");
-    server.cmdline = Some(vec![OsText::from("nvidia-cuda-mps-server")]);
-    server.environ = Some(BTreeMap::new());
-    scan.daemon_process = Some(DaemonSearch {
-        proc_root: OsText::from("/proc"),
-        method: DaemonSearchMethod::ProcScan,
-        scanned: 312,
-        limit: 65536,
-        stopped: None,
-        error: None,
-        processes: vec![
-            daemon_process(&["-d"], &[("CUDA_VISIBLE_DEVICES", H100_A)]),
-            server,
-        ],
-    });
-    out.push(("v2-proc-scan-535", scan));
-
-    // /proc mounted with hidepid=2: other users' processes are invisible.
-    let mut hidden = served("100.0\n4428\n", 1000, "Default");
-    hidden.pid_file = Some(no_pid_file(&hidden.env, ENOENT));
-    let mut server = ProcessFacts::new(4428);
-    for file in ["status", "comm"] {
-        server.errors.insert(file.to_owned(), ENOENT.to_owned());
-    }
-    hidden.server_processes = Some(vec![server]);
-    hidden.daemon_process = Some(DaemonSearch {
-        proc_root: OsText::from("/proc"),
-        method: DaemonSearchMethod::ProcScan,
-        scanned: 9,
-        limit: 65536,
-        stopped: None,
-        error: None,
-        processes: vec![],
-    });
-    out.push(("v2-hidepid", hidden));
-
-    out.push((
-        "v2-compute-mode-prohibited",
-        served("100.0\n", 1000, "Prohibited"),
-    ));
-    out.push((
-        "v2-compute-mode-exclusive-thread",
-        served("100.0\n", 1000, "Exclusive_Thread"),
-    ));
-    out.push((
-        "v2-compute-mode-not-reported",
-        served("100.0\n", 1000, "[N/A]"),
-    ));
-
-    // No control pipe, yet a daemon query through it answered (a null request must not
-    // report ambient sharing).
-    let mut no_pipe = served("100.0\n", 1000, "Default");
-    no_pipe.control_pipe = Some(missing_pipe(&no_pipe.env, Some(true)));
-    out.push(("v2-no-control-pipe-daemon-answers", no_pipe));
-    out
-}
-
 /// A host whose daemon is gone: `control` is `pipe`, the query finds no daemon (X1).
 fn no_daemon(env: EnvFacts, smi: &str, pipe: PipeFacts, pid: PidFileFacts) -> HostFacts {
     let mut facts = healthy(env, smi, "");
@@ -426,7 +312,7 @@ fn no_daemon(env: EnvFacts, smi: &str, pipe: PipeFacts, pid: PidFileFacts) -> Ho
     facts
 }
 
-fn missing_pipe(env: &EnvFacts, traversable: Option<bool>) -> PipeFacts {
+pub(crate) fn missing_pipe(env: &EnvFacts, traversable: Option<bool>) -> PipeFacts {
     let error = traversable.is_none().then_some(ENOENT);
     pipe(
         env,
@@ -668,7 +554,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
     stale_pid.pid_file = Some(dead);
     out.push(("healthy-daemon-stale-pid-file", stale_pid));
 
-    out.extend(served_fixtures());
+    out.extend(crate::hosts_served::fixtures());
     out.extend(crate::hosts_deployed::fixtures());
     out.extend(crate::settings::fixtures());
     out

@@ -3,12 +3,12 @@
 use proptest::prelude::*;
 use proptest::sample::select;
 use sharing_policy::{
-    CallerFacts, CapturedText, Code, DaemonSearch, DaemonSearchMethod, FileKind, GPU_QUERY_ARGS,
-    HostFacts, OsText, ProcessFacts, QueryOutcome, ReadOnlyCommand, Request, SCHEMA, SCHEMA_V1,
+    CapturedText, Code, FileKind, HostFacts, OsText, QueryOutcome, Request, SCHEMA, SCHEMA_V1,
     explain, listed_server_pids, observes_host, validate,
 };
 
 use crate::hosts::{self, H100_A, H100_B, ONE_H100, TWO_H100};
+use crate::props_served::{served_breakers, set_v1_table, settings_breakers};
 use crate::support::mps;
 
 fn config() -> ProptestConfig {
@@ -31,7 +31,7 @@ fn healthy_bases() -> Vec<HostFacts> {
     bases
 }
 
-fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
+pub(crate) fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
     QueryOutcome::Exited {
         code: Some(code),
         signal: None,
@@ -572,7 +572,7 @@ impl std::fmt::Debug for Breaker {
     }
 }
 
-fn pick<T: Copy>(options: &[T], salt: usize) -> T {
+pub(crate) fn pick<T: Copy>(options: &[T], salt: usize) -> T {
     options[salt % options.len()]
 }
 
@@ -991,269 +991,6 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     .chain(served_breakers())
     .chain(settings_breakers())
     .collect()
-}
-
-/// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
-/// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe
-/// directory (unscoped, not multi-user), and the GPU is in `Default` mode.
-fn make_served(f: &mut HostFacts) {
-    SCHEMA.clone_into(&mut f.schema);
-    f.caller = Some(CallerFacts {
-        uid: 1000,
-        euid: 1000,
-    });
-    let pipe = f.env.effective_pipe_directory();
-    let listed = listed_server_pids(f.daemon_query.as_ref().unwrap(), &pipe);
-    f.server_processes = Some(
-        listed
-            .into_iter()
-            .map(|pid| hosts::process(pid, 1000, "nvidia-cuda-mps"))
-            .collect(),
-    );
-    let mut daemon = hosts::daemon_process(&["-d"], &[]);
-    daemon
-        .environ
-        .as_mut()
-        .unwrap()
-        .insert("CUDA_MPS_PIPE_DIRECTORY".to_owned(), pipe);
-    f.daemon_process = Some(DaemonSearch {
-        proc_root: OsText::from("/proc"),
-        method: DaemonSearchMethod::ProcScan,
-        scanned: 100,
-        limit: 65536,
-        stopped: None,
-        error: None,
-        processes: vec![daemon],
-    });
-    set_compute_mode(f, "Default");
-}
-
-/// Replaces the GPU query's outcome with `outcome`, a v1 (four-column) table.
-fn set_v1_table(f: &mut HostFacts, outcome: QueryOutcome) {
-    let query = f.gpu_query.as_mut().unwrap();
-    query.outcome = outcome;
-    query.args = gpu_uuid::TABLE_QUERY_ARGS
-        .iter()
-        .map(|a| (*a).to_owned())
-        .collect();
-}
-
-/// The v2 GPU query of the base's table, every GPU in `mode`.
-fn set_compute_mode(f: &mut HostFacts, mode: &str) {
-    let query = f.gpu_query.as_mut().unwrap();
-    let v2 = query.args == GPU_QUERY_ARGS;
-    if let QueryOutcome::Exited { stdout, .. } = &mut query.outcome {
-        let mut rows = String::new();
-        for row in stdout.text.lines() {
-            let row = if v2 {
-                row.splitn(3, ',').nth(2).unwrap().trim_start()
-            } else {
-                row
-            };
-            rows.push_str(&[mode, ", 550.163.01, ", row, "\n"].concat());
-        }
-        stdout.text = rows;
-    }
-    query.args = GPU_QUERY_ARGS.iter().map(|a| (*a).to_owned()).collect();
-}
-
-/// The served daemon's environment, after [`make_served`].
-fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, OsText> {
-    let search = f.daemon_process.as_mut().unwrap();
-    search.processes[0].environ.as_mut().unwrap()
-}
-
-/// Lists one more server (4429) in the daemon's answer, owned by `uid`.
-fn add_server(f: &mut HostFacts, uid: Option<u32>) {
-    if let QueryOutcome::Exited { stdout, .. } = &mut f.daemon_query.as_mut().unwrap().outcome {
-        stdout.text.push_str("4429\n");
-    }
-    let server = uid.map_or_else(
-        || ProcessFacts::new(4429),
-        |uid| hosts::process(4429, uid, "nvidia-cuda-mps"),
-    );
-    f.server_processes.as_mut().unwrap().push(server);
-}
-
-/// The breakers of the "served" families: each starts from [`make_served`].
-fn served_breakers() -> Vec<Breaker> {
-    vec![
-        Breaker {
-            name: "daemon scoped to another GPU",
-            code: Code::GpuOutsideDaemonScope,
-            apply: |_, f, s| {
-                make_served(f);
-                let mask = pick(
-                    &["GPU-00000000-1111-2222-3333-444444444444", "", "GPU-ffff"],
-                    s,
-                );
-                daemon_environ(f).insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from(mask));
-            },
-        },
-        Breaker {
-            name: "client index against a scoped daemon",
-            code: Code::DaemonIndexRemap,
-            apply: |_, f, s| {
-                make_served(f);
-                f.env.cuda_visible_devices = Some(OsText::from(pick(&["0,1", "0,2"], s)));
-                let environ = daemon_environ(f);
-                environ.insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from("0"));
-                environ.insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
-            },
-        },
-        Breaker {
-            name: "daemon environment unreadable, verification required",
-            code: Code::DaemonScopeUnverified,
-            apply: |r, f, s| {
-                make_served(f);
-                r.require_verified = true;
-                if s % 2 == 0 {
-                    f.daemon_process = None;
-                } else {
-                    f.daemon_process.as_mut().unwrap().processes[0].environ = None;
-                }
-            },
-        },
-        Breaker {
-            name: "a server of another user",
-            code: Code::ServerOfAnotherUser,
-            apply: |_, f, s| {
-                make_served(f);
-                add_server(f, Some(pick(&[0, 1001, 65534], s)));
-            },
-        },
-        Breaker {
-            name: "a server's owner unreadable, verification required",
-            code: Code::ServerOwnerUnverified,
-            apply: |r, f, s| {
-                make_served(f);
-                r.require_verified = true;
-                if s % 2 == 0 {
-                    add_server(f, None);
-                } else {
-                    add_server(f, Some(1000));
-                    f.caller = None;
-                }
-            },
-        },
-        Breaker {
-            name: "compute mode forbids sharing",
-            code: Code::ComputeModeForbidsSharing,
-            apply: |_, f, s| {
-                make_served(f);
-                set_compute_mode(f, pick(&["Prohibited", "Exclusive_Thread", "Shared"], s));
-            },
-        },
-        Breaker {
-            name: "compute mode not reported, verification required",
-            code: Code::ComputeModeUnverified,
-            apply: |r, f, s| {
-                make_served(f);
-                r.require_verified = true;
-                set_compute_mode(f, pick(&["[N/A]", "[Not Supported]"], s));
-            },
-        },
-    ]
-}
-
-/// The breakers of what the processes will be served with (issue 20): each starts from
-/// [`make_served`] and records a settings session ([`hosts::settings`]).
-fn settings_breakers() -> Vec<Breaker> {
-    vec![
-        Breaker {
-            name: "the server the clients would join is in FAULT",
-            code: Code::ServerFault,
-            apply: |_, f, _| {
-                make_served(f);
-                add_server(f, Some(1000));
-                f.settings_query = hosts::settings(f, |command| match command {
-                    ReadOnlyCommand::GetServerStatus(pid) if pid.get() == 4429 => {
-                        "FAULT\n".to_owned()
-                    }
-                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
-                    _ => String::new(),
-                });
-            },
-        },
-        Breaker {
-            name: "a server's state unreadable, verification required",
-            code: Code::ServerStatusUnverified,
-            apply: |r, f, s| {
-                make_served(f);
-                add_server(f, Some(1000));
-                r.require_verified = true;
-                let answer = pick(
-                    &[
-                        "Unknown command \"get_server_status\"\n",
-                        "Server 4429 not found\n",
-                        "ACTIVE\nACTIVE\n",
-                        "",
-                    ],
-                    s,
-                );
-                f.settings_query = hosts::settings(f, |command| match command {
-                    ReadOnlyCommand::GetServerStatus(_) => answer.to_owned(),
-                    _ => String::new(),
-                });
-                if s % 5 == 4 {
-                    f.settings_query = None;
-                }
-            },
-        },
-        Breaker {
-            name: "the daemon's default active-thread percentage below the minimum",
-            code: Code::ActiveThreadPercentageBelowRequirement,
-            apply: |r, f, s| {
-                make_served(f);
-                r.min_active_thread_percentage = sharing_policy::Percentage::from_tenths(500);
-                let line = pick(&["25.0", "49.9", "0.0"], s);
-                if let QueryOutcome::Exited { stdout, .. } =
-                    &mut f.daemon_query.as_mut().unwrap().outcome
-                {
-                    let rest = stdout.text.split_once('\n').unwrap().1.to_owned();
-                    stdout.text = [line, "\n", &rest].concat();
-                }
-            },
-        },
-        Breaker {
-            name: "the daemon's default pinned-memory limit below the minimum",
-            code: Code::PinnedMemBelowRequirement,
-            apply: |r, f, s| {
-                make_served(f);
-                daemon_environ(f)
-                    .insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
-                r.min_pinned_mem = sharing_policy::MemSize::parse_arg("10G");
-                let limit = pick(&["9G\n", "1023M\n", "512M\n"], s);
-                f.settings_query = hosts::settings(f, |command| match command {
-                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
-                    _ => limit.to_owned(),
-                });
-            },
-        },
-        Breaker {
-            name: "the daemon's pinned-memory limit unreadable, verification required",
-            code: Code::PinnedMemLimitUnverified,
-            apply: |r, f, s| {
-                make_served(f);
-                daemon_environ(f)
-                    .insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
-                r.require_verified = true;
-                r.min_pinned_mem = sharing_policy::MemSize::parse_arg("1G");
-                let limit = pick(
-                    &[
-                        "Unknown command \"get_default_device_pinned_mem_limit\"\n",
-                        "10 G\n",
-                        "1G\n2G\n",
-                    ],
-                    s,
-                );
-                f.settings_query = hosts::settings(f, |command| match command {
-                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
-                    _ => limit.to_owned(),
-                });
-            },
-        },
-    ]
 }
 
 /// The other half of `observes_host`: every request it says looks at the host does, so `probe`

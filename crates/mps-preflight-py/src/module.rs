@@ -177,10 +177,10 @@ fn doctor(
             Err(message) => return convert::failure(py, "snapshot", &message),
         }
     };
-    let findings = policy::findings(&request, &facts);
-    let evidence = match policy::judge(&request, &facts) {
-        Verdict::Valid(evidence) => Some(convert::evidence(py, &evidence)?),
-        Verdict::Rejected { .. } => None,
+    // One decision: a valid request has no finding, a rejected one no evidence.
+    let (findings, evidence) = match policy::judge(&request, &facts) {
+        Verdict::Valid(evidence) => (Vec::new(), Some(convert::evidence(py, &evidence)?)),
+        Verdict::Rejected { findings, .. } => (findings, None),
     };
     ("ok", convert::findings(py, &findings)?, evidence).into_pyobject(py)
 }

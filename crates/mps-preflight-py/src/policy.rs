@@ -38,15 +38,17 @@ pub enum Verdict {
     },
 }
 
-/// Validates `request` against `facts`; a rejection comes with every finding, in the
-/// request's vocabulary ([`vocabulary`], set by `Spec::request`).
+/// Validates `request` against `facts` in one walk ([`sharing_policy::judge`], the CLI's one
+/// decision too); a rejection comes with every finding, in the request's vocabulary
+/// ([`vocabulary`], set by `Spec::request`).
 pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
-    match sharing_policy::validate(request, facts) {
+    let verdict = sharing_policy::judge(request, facts);
+    match verdict.result {
         Ok(evidence) => Verdict::Valid(evidence),
         Err(rejection) => Verdict::Rejected {
             code: rejection.code().as_str(),
             message: rejection.to_string(),
-            findings: findings(request, facts),
+            findings: verdict.findings,
         },
     }
 }

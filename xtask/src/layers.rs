@@ -46,12 +46,14 @@ const PURE_OPTIONAL: &[(&str, &[&str])] = &[("sharing-policy", &["schemars"])];
 pub(crate) fn check() -> Result<(), String> {
     let metadata = cargo_metadata()?;
     let mut violations = violations(&metadata);
-    // The source rules (issue 25): file sizes and what the render modules may name.
+    // The source rules (issue 25): file sizes, what the render modules may name, and no import
+    // circle between a crate's modules.
     let root = metadata
         .get("workspace_root")
         .and_then(Value::as_str)
         .ok_or("cargo metadata has no workspace_root")?;
     violations.extend(super::sources::violations(std::path::Path::new(root))?);
+    violations.extend(super::circles::violations(std::path::Path::new(root))?);
     if violations.is_empty() {
         eprintln!("xtask: layers ok");
         return Ok(());

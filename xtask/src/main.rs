@@ -14,6 +14,7 @@ mod dist;
 // Test-only: the dependency budget of ARCHITECTURE.md, checked with `cargo tree`.
 #[cfg(test)]
 mod budget;
+mod circles;
 mod fuzz;
 mod layers;
 mod package;

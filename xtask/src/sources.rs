@@ -27,10 +27,22 @@ const OVERSIZED: &[(&str, usize)] = &[
 /// names they may not use. They turn a verdict, evidence and findings into text (JSON, `--format
 /// brief`, the Prometheus textfile, doctor's report, stdout/stderr and exit status).
 const RENDER_MODULES: &[(&str, &[&str])] = &[
-    ("crates/mps-preflight/src/brief.rs", &["mps_host", "HostFacts"]),
-    ("crates/mps-preflight/src/prom.rs", &["mps_host", "HostFacts"]),
-    ("crates/mps-preflight/src/report.rs", &["mps_host", "HostFacts"]),
-    ("crates/mps-preflight/src/output.rs", &["mps_host", "HostFacts"]),
+    (
+        "crates/mps-preflight/src/brief.rs",
+        &["mps_host", "HostFacts"],
+    ),
+    (
+        "crates/mps-preflight/src/prom.rs",
+        &["mps_host", "HostFacts"],
+    ),
+    (
+        "crates/mps-preflight/src/report.rs",
+        &["mps_host", "HostFacts"],
+    ),
+    (
+        "crates/mps-preflight/src/output.rs",
+        &["mps_host", "HostFacts"],
+    ),
 ];
 
 /// Directories never walked: build output, VCS and tool state.

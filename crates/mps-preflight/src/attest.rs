@@ -10,6 +10,7 @@ use mps_host::AttestOptions;
 use serde_json::Value;
 use sharing_policy::{ATTEST_SCHEMA, AttestFacts, Attestation, OsText, Pid, PipeDirectorySource};
 
+use crate::args::parse_pid;
 use crate::output::{Output, json_text};
 
 /// The help page's description.
@@ -57,7 +58,7 @@ pub(crate) struct AttestArgs {
     pub(crate) wait_ms: u64,
 
     /// The deadline of each daemon query, in milliseconds (the whole run ends by wait + this)
-    #[arg(long, value_name = "N", default_value = "5000", value_parser = crate::cli::parse_timeout, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = crate::args::parse_timeout, allow_negative_numbers = true)]
     pub(crate) timeout_ms: u64,
 
     /// Record the attestation in this JSON manifest, under `cuda_process_sharing.attestation`
@@ -218,12 +219,6 @@ fn save(path: &Path, facts: &AttestFacts) -> Result<(), Output> {
     .map_err(|err| Output::input(err.to_string()))
 }
 
-/// A PID: ASCII digits, 1 to 2147483647.
-pub(crate) fn parse_pid(text: &str) -> Result<Pid, String> {
-    Pid::parse(text)
-        .ok_or_else(|| format!("expected a process ID (a positive integer), got {text:?}"))
-}
-
 /// A wait of zero or more milliseconds; a negative one is named as such (issue 16 part 4).
 fn parse_millis(text: &str) -> Result<u64, String> {
     text.parse::<u64>().map_err(|_| {
@@ -238,12 +233,16 @@ fn parse_millis(text: &str) -> Result<u64, String> {
 
 /// `doctor --learner-pid P --collector-pid Q`: the attestation of the two processes on this
 /// environment's pipe directory, one round, each query bounded by the request's deadline.
-pub(crate) fn for_doctor(args: &crate::cli::DoctorArgs) -> Option<Attestation> {
-    let (learner, collector) = (args.learner_pid?, args.collector_pid?);
+pub(crate) fn for_doctor(
+    learner: Option<Pid>,
+    collector: Option<Pid>,
+    timeout_ms: u64,
+) -> Option<Attestation> {
+    let (learner, collector) = (learner?, collector?);
     let (pipe_directory, source) = pipe_directory(None).ok()?;
     let options = AttestOptions {
         pipe_directory_source: source,
-        timeout: Duration::from_millis(args.request.timeout_ms),
+        timeout: Duration::from_millis(timeout_ms),
         ..AttestOptions::new(learner, collector, pipe_directory)
     };
     Some(sharing_policy::attest(&mps_host::observe_attest(&options)))

@@ -4,7 +4,7 @@
 
 use sharing_policy::{Evidence, Finding, Request, Verdict};
 
-use crate::cli::VerdictFormat;
+use crate::args::VerdictFormat;
 use crate::output::{Output, Status};
 
 /// The longest line printed, in bytes: node-problem-detector's default `max_output_length`.

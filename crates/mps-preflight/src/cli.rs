@@ -4,13 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-const EXIT_CODES: &str = "\
-Exit status:
-  0  success: the request is validated (or null), the data is on stdout
-  1  rejected: an unmet prerequisite or an inconsistency; stdout is empty and stderr
-     begins with `error: ` and says what to do
-  2  usage error, or an input that cannot be read (missing file, not JSON, a snapshot
-     of another schema version, a manifest that cannot be written)";
+use crate::args::{EXIT_CODES, Format, RequestArgs, VerdictFormat, paragraphs, parse_timeout};
 
 const TOP_AFTER_HELP: &str = "\
 Examples:
@@ -54,29 +48,6 @@ pub(crate) const BUILD_VERSION: &str = concat!(
     env!("MPS_PREFLIGHT_BUILD_TARGET"),
     ")"
 );
-
-/// `text` with its paragraphs on one line each, for clap to wrap at the terminal's width: the
-/// source keeps its lines short, and a line break inside a paragraph would otherwise stay, and
-/// leave a short orphan line wherever clap wraps first. A blank line separates paragraphs, and
-/// a line that starts with a space or `-` (a list item) keeps its own line.
-pub(crate) fn paragraphs(text: &str) -> String {
-    let mut joined = String::with_capacity(text.len());
-    let mut previous_blank = true;
-    for line in text.lines() {
-        let blank = line.trim().is_empty();
-        let own_line = line.starts_with(' ') || line.starts_with('-');
-        if !joined.is_empty() {
-            joined.push(if previous_blank || blank || own_line {
-                '\n'
-            } else {
-                ' '
-            });
-        }
-        joined.push_str(line);
-        previous_blank = blank;
-    }
-    joined
-}
 
 /// Answers, fail-closed, whether a learner and a collector process will really share one
 /// physical GPU through a live CUDA MPS daemon, and records the evidence.
@@ -402,28 +373,6 @@ pub(crate) struct VisibilityArgs {
     pub(crate) timeout_ms: u64,
 }
 
-/// How `doctor` prints its findings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// For people: each finding with what was found, why it matters and the fix.
-    Human,
-    /// For machines: one JSON object.
-    Json,
-    /// For health checks: one line of at most 80 bytes (see `--format brief` of `probe`).
-    Brief,
-}
-
-/// How `probe` and `check` print their verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum VerdictFormat {
-    /// The evidence, one JSON object (a rejection prints nothing on stdout).
-    Json,
-    /// One line of at most 80 bytes, for node-problem-detector and Slurm health checks:
-    /// `OK: …` (exit 0), `<code>: <what was found>` (exit 1), `UNKNOWN: …` (exit 2: could
-    /// not tell).
-    Brief,
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct DoctorArgs {
     #[command(flatten)]
@@ -438,11 +387,11 @@ pub(crate) struct DoctorArgs {
     pub(crate) format: Format,
 
     /// After start: also attest that this learner PID is an MPS client (with --collector-pid)
-    #[arg(long, value_name = "PID", value_parser = crate::attest::parse_pid, requires = "collector_pid")]
+    #[arg(long, value_name = "PID", value_parser = crate::args::parse_pid, requires = "collector_pid")]
     pub(crate) learner_pid: Option<sharing_policy::Pid>,
 
     /// After start: also attest that this collector PID is an MPS client (with --learner-pid)
-    #[arg(long, value_name = "PID", value_parser = crate::attest::parse_pid, requires = "learner_pid")]
+    #[arg(long, value_name = "PID", value_parser = crate::args::parse_pid, requires = "learner_pid")]
     pub(crate) collector_pid: Option<sharing_policy::Pid>,
 }
 
@@ -492,10 +441,6 @@ pub(crate) enum SchemaKind {
     /// An attest snapshot (`attest --save-snapshot`, `attest --snapshot`).
     AttestSnapshot,
 }
-
-mod request;
-
-pub(crate) use request::{RequestArgs, parse_timeout};
 
 #[cfg(test)]
 mod tests;

@@ -9,9 +9,8 @@ use serde_json::Value;
 use sharing_manifest::{FileState, WriteOptions};
 use sharing_policy::{Evidence, Finding, HostFacts, Rejection, Request};
 
-use crate::cli::{
-    CaptureArgs, CheckArgs, DoctorArgs, Format, MergeArgs, ProbeArgs, RequestArgs, VerdictFormat,
-};
+use crate::args::{Format, RequestArgs, VerdictFormat};
+use crate::cli::{CaptureArgs, CheckArgs, DoctorArgs, MergeArgs, ProbeArgs};
 use crate::output::{Output, Status, json_text, one_line};
 use crate::report::DoctorReport;
 use crate::{brief, prom, snapshot};
@@ -147,7 +146,11 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Output {
         ..
     } = sharing_policy::judge(&request, &facts);
     let evidence = result.ok();
-    let attestation = crate::attest::for_doctor(args);
+    let attestation = crate::attest::for_doctor(
+        args.learner_pid,
+        args.collector_pid,
+        args.request.timeout_ms,
+    );
     let stdout = match args.format {
         Format::Human => {
             let mut text = doctor_human(&request, &findings, evidence.as_ref());

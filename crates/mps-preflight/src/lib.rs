@@ -17,6 +17,7 @@
 //! assert_eq!(status, std::process::ExitCode::SUCCESS);
 //! ```
 
+mod args;
 mod attest;
 mod brief;
 mod cli;

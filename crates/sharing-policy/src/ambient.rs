@@ -84,7 +84,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     // Ambient sharing needs the effective control pipe: without a socket or FIFO there, no
     // client reaches the daemon, whatever a query through another path answered.
     if evidence.control_pipe_kind.is_some()
-        && let DaemonStatus::Live { server_pid } = crate::reference::status_with_pid_file(
+        && let DaemonStatus::Live { server_pid } = crate::daemon::reference::status_with_pid_file(
             crate::Vocabulary::Reference,
             facts.daemon_query.as_ref(),
             directory.as_bytes(),

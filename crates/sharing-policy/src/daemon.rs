@@ -1,12 +1,14 @@
 //! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e).
 
-use crate::reference::{self, is_reference};
+pub(crate) mod reference;
+
 use crate::retry::transient_signature;
 use crate::text::{push_plain, push_repr, repr};
 use crate::{
     CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, PidFileFacts, QueryOutcome, QueryRecord,
     Vocabulary, parse_pid, probe_stdin,
 };
+use reference::is_reference;
 
 /// What the control daemon query shows.
 #[derive(Debug, Clone, PartialEq, Eq)]

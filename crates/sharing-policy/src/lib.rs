@@ -13,8 +13,8 @@ mod facts;
 mod finding;
 mod gpu;
 mod limits;
+mod namespace;
 mod process;
-mod reference;
 mod request;
 pub mod retry;
 mod served;
@@ -34,6 +34,7 @@ pub use attest::{
 };
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
+pub use daemon::reference::REFERENCE_DAEMON_STDIN;
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
@@ -49,7 +50,6 @@ pub use limits::{MemSize, Percentage};
 pub use process::{
     CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
 };
-pub use reference::REFERENCE_DAEMON_STDIN;
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use session::{settings_answers, settings_commands};

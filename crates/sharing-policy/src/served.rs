@@ -55,7 +55,7 @@ pub(crate) fn server_pids(record: Option<&QueryRecord>, pipe_directory: &[u8]) -
     match &record.outcome {
         crate::QueryOutcome::Exited { stdout, .. } => {
             // The reference's query has no liveness line before the PIDs.
-            let skipped = usize::from(!crate::reference::is_reference(record));
+            let skipped = usize::from(!crate::daemon::reference::is_reference(record));
             stdout
                 .text
                 .lines()
@@ -106,10 +106,8 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
             let owner = match process {
                 None => Owner::Unknown("its process was not observed".to_owned()),
                 // Another process under that number: its owner proves nothing (issue 20).
-                Some(process) if crate::attest::namespace::not_a_server(process).is_some() => {
-                    Owner::Unknown(
-                        crate::attest::namespace::not_a_server(process).unwrap_or_default(),
-                    )
+                Some(process) if crate::namespace::not_a_server(process).is_some() => {
+                    Owner::Unknown(crate::namespace::not_a_server(process).unwrap_or_default())
                 }
                 Some(process) => match process.status_uid.as_deref().map(effective_uid) {
                     Some(Some(uid)) => Owner::Uid(uid),

@@ -2,8 +2,8 @@
 
 use clap::CommandFactory as _;
 
-use super::request::parse_int;
 use super::*;
+use crate::args::parse_int;
 
 #[test]
 fn the_command_line_is_well_formed() {

@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use serde_json::Value;
 
-use crate::cli::RequestArgs;
+use crate::args::RequestArgs;
 
 /// The request flags alone, parsed from words built out of the JSON object.
 #[derive(Debug, Parser)]

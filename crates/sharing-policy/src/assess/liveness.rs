@@ -15,7 +15,7 @@ pub(super) fn check(
     findings: &mut Findings,
 ) -> Option<i64> {
     let (env, words) = (&facts.env, findings.words);
-    let status = crate::reference::status_with_pid_file(
+    let status = crate::daemon::reference::status_with_pid_file(
         words,
         facts.daemon_query.as_ref(),
         directory.as_bytes(),

@@ -5,7 +5,6 @@
 mod answers;
 mod facts;
 mod message;
-pub(crate) mod namespace;
 mod seen;
 mod settings;
 
@@ -20,6 +19,7 @@ pub use facts::{
 use seen::{Seen, listing, seen};
 pub use settings::{ATTEST_DEVICE, ServerSettings, attest_settings_commands};
 
+use crate::namespace;
 use crate::served::{self, effective_uid};
 use crate::{DEFAULT_PIPE_DIRECTORY, OsText};
 

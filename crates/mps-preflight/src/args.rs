@@ -1,10 +1,63 @@
-//! The request's arguments, shared by probe, check and doctor (and read by the policy suites),
-//! and the value parsers of the flags: split out of cli.rs by responsibility (issue 25).
+//! The lower floor of the command line (issue 25): what several subcommands share and that
+//! imports nothing above it: the request's arguments (probe, check, doctor, the policy
+//! suites), the output formats, the flags' value parsers, the exit-status block and the help
+//! paragraphs. `cli.rs` and the subcommands' modules import it, never the other way round.
 
-use clap::Args;
-use sharing_policy::{Request, Vocabulary};
+use clap::{Args, ValueEnum};
+use sharing_policy::{Pid, Request, Vocabulary};
 
-use super::paragraphs;
+pub(crate) const EXIT_CODES: &str = "\
+Exit status:
+  0  success: the request is validated (or null), the data is on stdout
+  1  rejected: an unmet prerequisite or an inconsistency; stdout is empty and stderr
+     begins with `error: ` and says what to do
+  2  usage error, or an input that cannot be read (missing file, not JSON, a snapshot
+     of another schema version, a manifest that cannot be written)";
+
+/// `text` with its paragraphs on one line each, for clap to wrap at the terminal's width: the
+/// source keeps its lines short, and a line break inside a paragraph would otherwise stay, and
+/// leave a short orphan line wherever clap wraps first. A blank line separates paragraphs, and
+/// a line that starts with a space or `-` (a list item) keeps its own line.
+pub(crate) fn paragraphs(text: &str) -> String {
+    let mut joined = String::with_capacity(text.len());
+    let mut previous_blank = true;
+    for line in text.lines() {
+        let blank = line.trim().is_empty();
+        let own_line = line.starts_with(' ') || line.starts_with('-');
+        if !joined.is_empty() {
+            joined.push(if previous_blank || blank || own_line {
+                '\n'
+            } else {
+                ' '
+            });
+        }
+        joined.push_str(line);
+        previous_blank = blank;
+    }
+    joined
+}
+
+/// How `doctor` prints its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// For people: each finding with what was found, why it matters and the fix.
+    Human,
+    /// For machines: one JSON object.
+    Json,
+    /// For health checks: one line of at most 80 bytes (see `--format brief` of `probe`).
+    Brief,
+}
+
+/// How `probe` and `check` print their verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum VerdictFormat {
+    /// The evidence, one JSON object (a rejection prints nothing on stdout).
+    Json,
+    /// One line of at most 80 bytes, for node-problem-detector and Slurm health checks:
+    /// `OK: …` (exit 0), `<code>: <what was found>` (exit 1), `UNKNOWN: …` (exit 2: could
+    /// not tell).
+    Brief,
+}
 
 /// What the launcher asks for (probe, check, doctor).
 #[derive(Debug, Clone, Args)]
@@ -168,4 +221,10 @@ pub(crate) fn parse_mem_size(text: &str) -> Result<sharing_policy::MemSize, Stri
     sharing_policy::MemSize::parse_arg(text).ok_or_else(|| {
         format!("expected an amount of memory as digits then M or G (512M, 10G), got {text:?}")
     })
+}
+
+/// A PID: ASCII digits, 1 to 2147483647.
+pub(crate) fn parse_pid(text: &str) -> Result<Pid, String> {
+    Pid::parse(text)
+        .ok_or_else(|| format!("expected a process ID (a positive integer), got {text:?}"))
 }

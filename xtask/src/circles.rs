@@ -84,7 +84,7 @@ fn collect_text(path: &Path, depth: usize, text: &mut String) -> Result<(), Stri
 }
 
 /// What a file imports for its own use: its lines up to its tests (`#[cfg(test)]`; a test may
-/// use any module), comments dropped (a doc link such as [`crate::resolve()`] names an item,
+/// use any module), comments dropped (a doc link such as `[crate::resolve()]` names an item,
 /// not an import).
 fn code_of(body: &str) -> String {
     let mut code = String::new();

@@ -10,7 +10,7 @@
 //! - [`spec`]: the request and probe options a Python call describes;
 //! - [`snapshot`]: a host-facts snapshot from a path or from JSON text;
 //! - [`policy`]: the one place the binding asks the policy for a verdict and its messages;
-//! - [`reference`]: the reference module's own queries, for a caller's `run_command`;
+//! - [`reference`](mod@reference): the reference module's own queries, for a caller's `run_command`;
 //! - [`reply`]: what an injected `run_command` returned, bounded as the process runner bounds it.
 //!
 //! # Examples

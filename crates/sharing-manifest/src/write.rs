@@ -302,7 +302,7 @@ fn keep_owner(file: &File, original: &Metadata) {
     }
 }
 
-/// tempfile appends " at path <temporary file>" to the OS error's text: the random name means
+/// tempfile appends " at path `<temporary file>`" to the OS error's text: the random name means
 /// nothing to the caller, so drop it.
 fn plain(error: io::Error) -> io::Error {
     let text = error.to_string();

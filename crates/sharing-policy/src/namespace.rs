@@ -6,11 +6,11 @@ use crate::{ClientFacts, PidFileFacts, ProcessFacts};
 
 /// The comm of every MPS process (15 bytes of `nvidia-cuda-mps-server` and of the control).
 const MPS_COMM: &str = "nvidia-cuda-mps";
-/// argv[0]'s base name of a server: the daemon `execlp`s it by name (notes §8).
+/// `argv[0]`'s base name of a server: the daemon `execlp`s it by name (notes §8).
 const SERVER_PROGRAM: &str = "nvidia-cuda-mps-server";
 
 /// Why the process recorded under a listed server PID is not proven to be an MPS server, if
-/// it is not: its comm, where read, must be `nvidia-cuda-mps`, and its argv[0]'s base name,
+/// it is not: its comm, where read, must be `nvidia-cuda-mps`, and its `argv[0]`'s base name,
 /// where read, `nvidia-cuda-mps-server`. Another process under that number means the PID
 /// names something else here (another PID namespace, or a reused PID): its owner proves nothing.
 pub(crate) fn not_a_server(process: &ProcessFacts) -> Option<String> {

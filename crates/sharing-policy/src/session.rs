@@ -93,7 +93,7 @@ pub(crate) fn session_answers<'a>(
     })
 }
 
-/// [`session_answers`] for callers outside the validator (the real-daemon recordings' tests,
+/// `session_answers` for callers outside the validator (the real-daemon recordings' tests,
 /// `attest`): each asked command of a recorded settings session with its answer lines, or why
 /// the record is not a readable session. The answers are not interpreted.
 ///

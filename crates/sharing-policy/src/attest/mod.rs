@@ -363,7 +363,7 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
 }
 
 /// The effective UID of a listed server, from its recorded process, when that process is
-/// proven to be an MPS server (comm and argv[0], where read).
+/// proven to be an MPS server (comm and `argv[0]`, where read).
 fn server_uid(facts: &AttestFacts, server: i64) -> Option<u32> {
     let process = &facts.servers.iter().find(|s| s.pid == server)?.process;
     if namespace::not_a_server(process).is_some() {

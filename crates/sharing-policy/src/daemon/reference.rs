@@ -8,7 +8,7 @@ use crate::{CapturedText, PidFileFacts, QueryRecord, Vocabulary};
 
 /// The standard input of the reference module's daemon query, which its drop-in sends through
 /// a caller's `run_command` double: the server list alone, with no liveness line. PID lines
-/// prove a live daemon; an empty answer does not on its own ([`status_with_pid_file`]).
+/// prove a live daemon; an empty answer does not on its own (`status_with_pid_file`).
 pub const REFERENCE_DAEMON_STDIN: &str = "get_server_list\n";
 
 /// Why an empty answer to [`REFERENCE_DAEMON_STDIN`] proves no daemon.

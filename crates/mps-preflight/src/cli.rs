@@ -79,7 +79,7 @@ Observe this host (environment, control pipe, pid file, `nvidia-smi`, a read-onl
 and validate the request against what was seen. This is `capture` then `check`, in memory:
 `check` on a fresh `capture` prints exactly what `probe` prints.
 
-On success stdout is exactly one JSON object, the evidence (24 keys). When rejected, stdout is
+On success stdout is exactly one JSON object, the evidence (27 keys). When rejected, stdout is
 empty and stderr begins with `error: ` and says what to do."),
         after_help = format!("Examples:
   mps-preflight probe --request mps \\

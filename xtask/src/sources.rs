@@ -1,8 +1,8 @@
 //! The source rules of `cargo xtask layers` (issue 25), which `cargo metadata` cannot see:
 //!
 //! - no Rust source file of the repository is over [`MAX_LINES`] lines (split it by
-//!   responsibility), except the files of [`OVERSIZED`], which must shrink, not grow, and leave
-//!   the list once they fit;
+//!   responsibility; the two sharing-policy test files that were over it when the rule came in
+//!   have been split since, so there is no exception);
 //! - the render modules of the command line ([`RENDER_MODULES`]) never name `mps_host` or
 //!   `HostFacts` (they render the one decision, `sharing_policy::judge`, never raw facts): what
 //!   they print comes from the one decision (`sharing_policy`), not from observing the host.
@@ -15,13 +15,6 @@ use std::path::{Path, PathBuf};
 
 /// The most lines a Rust source file may have.
 pub(crate) const MAX_LINES: usize = 600;
-
-/// Files over [`MAX_LINES`] when the rule came in, with the most lines each may keep. Each is
-/// the sharing-policy tests other work edits now; splitting them is left to after it merges.
-const OVERSIZED: &[(&str, usize)] = &[
-    ("crates/sharing-policy/tests/it/props.rs", 1066),
-    ("crates/sharing-policy/tests/it/hosts.rs", 616),
-];
 
 /// The render modules of `crates/mps-preflight/src` (files, or directories of them) and the
 /// names they may not use. They turn a verdict, evidence and findings into text (JSON, `--format
@@ -119,27 +112,11 @@ fn walk(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), String
     Ok(())
 }
 
-/// A file over [`MAX_LINES`] (or over its [`OVERSIZED`] allowance), or an allowance no longer
-/// needed.
+/// A file over [`MAX_LINES`].
 fn size_violation(path: &str, text: &str) -> Option<String> {
     let lines = text.lines().count();
-    let allowance = OVERSIZED
-        .iter()
-        .find(|(oversized, _)| *oversized == path)
-        .map(|(_, most)| *most);
-    match allowance {
-        Some(most) if lines > most => Some(format!(
-            "{path} has {lines} lines, more than the {most} it had when the {MAX_LINES}-line \
-             rule came in; split it by responsibility"
-        )),
-        Some(_) if lines <= MAX_LINES => Some(format!(
-            "{path} has {lines} lines now; remove it from OVERSIZED in xtask/src/sources.rs"
-        )),
-        None if lines > MAX_LINES => Some(format!(
-            "{path} has {lines} lines, over {MAX_LINES}; split it by responsibility"
-        )),
-        Some(_) | None => None,
-    }
+    (lines > MAX_LINES)
+        .then(|| format!("{path} has {lines} lines, over {MAX_LINES}; split it by responsibility"))
 }
 
 /// Each line of `text` (comments aside) that names one of `forbidden` as a whole identifier.
@@ -220,15 +197,6 @@ mod tests {
         assert_eq!(size_violation("crates/a/src/b.rs", &lines(MAX_LINES)), None);
         let over = size_violation("crates/a/src/b.rs", &lines(MAX_LINES + 1));
         assert!(over.is_some_and(|message| message.contains("601 lines, over 600")));
-    }
-
-    #[test]
-    fn an_oversized_file_may_not_grow_and_leaves_the_list_once_it_fits() {
-        let (path, most) = OVERSIZED[0];
-        let lines = |n: usize| "x\n".repeat(n);
-        assert_eq!(size_violation(path, &lines(most)), None);
-        assert!(size_violation(path, &lines(most + 1)).is_some());
-        assert!(size_violation(path, &lines(MAX_LINES)).is_some());
     }
 
     /// The rules hold on this repository as it is (run by `cargo test`, and by `cargo xtask

@@ -7,7 +7,7 @@ use sharing_policy::{
 };
 
 use crate::hosts;
-use crate::props::{Breaker, pick};
+use crate::props_breakers::{Breaker, pick};
 
 /// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
 /// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe

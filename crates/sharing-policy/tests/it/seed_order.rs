@@ -3,7 +3,7 @@
 use sharing_policy::{Code, EnvFacts, HostFacts, OsText, Request, validate};
 
 use crate::hosts::{self, ONE_H100, TWO_H100};
-use crate::props::breakers;
+use crate::props_breakers::breakers;
 use crate::support::{message, mps};
 
 /// The phrase each rejection's message must contain, from the seed.

@@ -1,20 +1,22 @@
 //! `completions` and `man`: texts generated from the clap definitions, so they cannot drift from
 //! `--help` (issue 16 part 7).
 
-use clap::CommandFactory as _;
 use clap_complete::Shell;
 
-use crate::cli::{Cli, CompletionShell, CompletionsArgs};
+use clap::{Args, ValueEnum};
+
+use crate::args::paragraphs;
 use crate::output::Output;
 
-pub(crate) fn completions(args: &CompletionsArgs) -> Output {
+/// The completion script of `command` (the whole command line, `Cli::command()`: passed in, so
+/// this module need not import the one that imports it).
+pub(crate) fn completions(args: &CompletionsArgs, mut command: clap::Command) -> Output {
     let shell = match args.shell {
         CompletionShell::Bash => Shell::Bash,
         CompletionShell::Zsh => Shell::Zsh,
         CompletionShell::Fish => Shell::Fish,
     };
     let mut script = Vec::new();
-    let mut command = Cli::command();
     clap_complete::generate(shell, &mut command, "mps-preflight", &mut script);
     match shell {
         Shell::Bash => script = bash_states_fixed(&script),
@@ -60,8 +62,7 @@ fn fish_positional_values(command: &clap::Command, script: &mut Vec<u8>) {
 }
 
 /// mps-preflight(1): the top-level page, then one section per command with its own help.
-pub(crate) fn man() -> Output {
-    let command = Cli::command();
+pub(crate) fn man(command: &clap::Command) -> Output {
     let mut page = Vec::new();
     if let Err(err) = clap_mangen::Man::new(command.clone()).render(&mut page) {
         return Output::input(format!("cannot render the man page: {err}"));
@@ -82,7 +83,7 @@ pub(crate) fn man() -> Output {
         }
     }
     match String::from_utf8(page) {
-        Ok(page) => Output::data(man_fixed(&page, &command)),
+        Ok(page) => Output::data(man_fixed(&page, command)),
         Err(err) => Output::input(format!("the man page is not UTF-8: {err}")),
     }
 }
@@ -113,4 +114,64 @@ fn text(bytes: Vec<u8>, what: &str) -> Output {
         Ok(text) => Output::data(text),
         Err(err) => Output::input(format!("{what} is not UTF-8: {err}")),
     }
+}
+
+/// `--help`'s description.
+pub(crate) fn long_about() -> String {
+    paragraphs(
+        "\
+Print a completion script for this command line, generated from its definitions, for bash, zsh
+or fish. Install it where the shell looks for completions (or `source` it).",
+    )
+}
+
+/// `--help`'s examples and exit status.
+pub(crate) fn after_help() -> String {
+    "Examples:
+  mps-preflight completions bash \\
+      > ~/.local/share/bash-completion/completions/mps-preflight
+  mps-preflight completions zsh > \"${fpath[1]}/_mps-preflight\"
+  mps-preflight completions fish \\
+      > ~/.config/fish/completions/mps-preflight.fish
+
+Exit status:
+  0  the script is on stdout
+  2  usage error (a shell other than bash, zsh or fish)"
+        .to_owned()
+}
+
+/// The shells `completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum, value_name = "SHELL")]
+    pub(crate) shell: CompletionShell,
+}
+
+/// `man --help`'s description.
+pub(crate) fn man_long_about() -> String {
+    paragraphs(
+        "\
+Print the man page, mps-preflight(1), in roff, generated from the same definitions as --help:
+every command, its flags and its examples.",
+    )
+}
+
+/// `man --help`'s examples and exit status.
+pub(crate) fn man_after_help() -> String {
+    "Examples:
+  mps-preflight man > /usr/local/share/man/man1/mps-preflight.1
+  mps-preflight man | man -l -
+
+Exit status:
+  0  the page is on stdout
+  2  usage error"
+        .to_owned()
 }

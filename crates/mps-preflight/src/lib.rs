@@ -36,7 +36,7 @@ use std::ffi::OsString;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _};
 
 use crate::cli::{Cli, Command};
 
@@ -146,17 +146,17 @@ where
 /// What one parsed command line produces.
 fn execute(cli: &Cli) -> Output {
     match &cli.command {
-        Command::Probe(args) => commands::probe(args),
-        Command::Capture(args) => commands::capture(args),
-        Command::Check(args) => commands::check(args),
+        Command::Probe(args) => commands::probe::run(args),
+        Command::Capture(args) => commands::capture::run(args),
+        Command::Check(args) => commands::check::run(args),
         Command::Visibility(args) => visibility::visibility(args),
-        Command::Doctor(args) => commands::doctor(args),
-        Command::Merge(args) => commands::merge(args),
+        Command::Doctor(args) => commands::doctor::run(args),
+        Command::Merge(args) => commands::merge::run(args),
         Command::Test(args) => suite::test(args),
         Command::Schema(args) => schemas::print(args),
         Command::Attest(args) => attest::attest(args),
-        Command::Completions(args) => generated::completions(args),
-        Command::Man => generated::man(),
+        Command::Completions(args) => generated::completions(args, Cli::command()),
+        Command::Man => generated::man(&Cli::command()),
     }
 }
 

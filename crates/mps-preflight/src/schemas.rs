@@ -7,7 +7,9 @@ use serde_json::{Map, Value};
 use sharing_manifest::{EVIDENCE_SCHEMA, MergeSummary};
 use sharing_policy::{Evidence, HostFacts, SCHEMA, SCHEMAS_READ};
 
-use crate::cli::{SchemaArgs, SchemaKind};
+use clap::{Args, ValueEnum};
+
+use crate::args::paragraphs;
 use crate::output::{Output, json_text};
 use crate::report::DoctorReport;
 
@@ -112,4 +114,54 @@ fn generate<T: JsonSchema>(output: bool) -> Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value()
+}
+
+/// `--help`'s description.
+pub(crate) fn long_about() -> String {
+    paragraphs(
+        "\
+Print the JSON Schema (draft 2020-12) of what this tool reads or writes, generated from its
+types: `snapshot` (what `capture` writes and `check` reads), `evidence` (what `probe` and `check`
+print and manifests record under `cuda_process_sharing`), `doctor` (`doctor --format json`) or
+`merge`. Each schema's `$id` carries its version (`urn:mps-preflight:host-facts:v1`). Copies
+are committed in docs/schemas/.",
+    )
+}
+
+/// `--help`'s examples and exit status.
+pub(crate) fn after_help() -> String {
+    "Examples:
+  mps-preflight schema snapshot > host-facts.schema.json
+  mps-preflight schema evidence
+
+Exit status:
+  0  the schema is on stdout
+  2  usage error (an unknown kind)"
+        .to_owned()
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// Which schema
+    #[arg(value_enum, value_name = "KIND")]
+    pub(crate) kind: SchemaKind,
+}
+
+/// The documents `schema` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaKind {
+    /// A host-facts snapshot (`capture`, `check --snapshot`).
+    Snapshot,
+    /// The evidence (`probe`, `check`, a manifest's `cuda_process_sharing`).
+    Evidence,
+    /// `doctor --format json`.
+    Doctor,
+    /// `merge`'s output.
+    Merge,
+    /// `attest`'s attestation (a manifest's `cuda_process_sharing.attestation`).
+    Attestation,
+    /// A `*.cases.json` policy suite (`test`).
+    Cases,
+    /// An attest snapshot (`attest --save-snapshot`, `attest --snapshot`).
+    AttestSnapshot,
 }

@@ -17,13 +17,15 @@ mod schema;
 pub(crate) use schema::{CASES_SCHEMA, cases_schema};
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sharing_policy::{Evidence, Rejection};
 
-use crate::cli::TestArgs;
+use clap::Args;
+
+use crate::args::paragraphs;
 use crate::output::{Output, Status, one_line};
 use cases::{Case, CaseFile, Expect};
 
@@ -209,4 +211,45 @@ fn outcome(result: &Result<Evidence, Rejection>) -> String {
         Ok(_) => "evidence with validated false".to_owned(),
         Err(rejection) => format!("rejected {}", rejection.code()),
     }
+}
+
+/// `--help`'s description.
+pub(crate) fn long_about() -> String {
+    paragraphs(
+        "\
+Run policy suites offline: each case of a `*.cases.json` file is a captured snapshot, a request
+and the expected outcome (validated, with some evidence fields, or rejected with a code). Like
+`check`, it touches nothing on this host. One `ok`/`FAIL` line per case, then `N passed, N failed`.
+A case naming a snapshot of another schema, an unknown code, request flag or evidence key is an
+error (exit 2), never a pass. The format: docs/offline-testing.md.",
+    )
+}
+
+/// `--help`'s examples and exit status.
+pub(crate) fn after_help() -> String {
+    "Examples:
+  mps-preflight test fixtures/cases
+  mps-preflight test fleet/gpu-hosts.cases.json --junit reports/policy.xml
+
+Exit status:
+  0  every case passed
+  1  a case failed; the report is on stdout, and stderr says `error: N of M cases failed`
+  2  usage error, or a case that cannot be read (missing file, not JSON, an unknown key,
+     code or evidence field, a snapshot of another schema version, a JUnit file that
+     cannot be written)"
+        .to_owned()
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TestArgs {
+    /// A case file (`*.cases.json`), or a folder whose `*.cases.json` files are all run
+    #[arg(value_name = "PATH", required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "Also write the results as JUnit XML to FILE (atomically), for CI dashboards"
+    )]
+    pub(crate) junit: Option<PathBuf>,
 }

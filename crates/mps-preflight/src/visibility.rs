@@ -6,7 +6,9 @@ use gpu_uuid::{GpuTable, VisibilityError, VisibleDevices, mps_visibility_entries
 use mps_host::{DEFAULT_OUTPUT_CAP, ProcessRunner, Runner as _};
 use sharing_policy::EnvFacts;
 
-use crate::cli::VisibilityArgs;
+use clap::Args;
+
+use crate::args::{paragraphs, parse_timeout};
 use crate::output::Output;
 
 const NVIDIA_SMI_HINT: &str = "check `nvidia-smi --query-gpu=index,uuid --format=csv,noheader`";
@@ -168,4 +170,54 @@ fn host_table(timeout: Duration) -> Result<GpuTable, String> {
     };
     sharing_policy::host_gpu_table(&runner.run(&mps_host::gpu_query(timeout)))
         .map_err(|err| err.to_string())
+}
+
+/// `--help`'s description.
+pub(crate) fn long_about() -> String {
+    paragraphs(
+        "\
+Print CUDA_VISIBLE_DEVICES (or --devices LIST) with each device index rewritten to its host
+GPU's `GPU-…` UUID. An MPS server renumbers the devices it serves from 0, so a client mask like
+`1` selects nothing; a UUID names the same GPU everywhere. `GPU-`/`MIG-` entries pass through.
+When CUDA_VISIBLE_DEVICES is unset, every host GPU's UUID is printed, in order.
+
+Exit 1, naming the entry, when an index has no host GPU (or `nvidia-smi` cannot list them), and
+when index order cannot be trusted: indices follow CUDA's order, which is `nvidia-smi`'s only
+with CUDA_DEVICE_ORDER=PCI_BUS_ID or when every GPU is the same model.",
+    )
+}
+
+/// `--help`'s examples and exit status.
+pub(crate) fn after_help() -> String {
+    String::from(
+        "Examples:
+  devices=$(mps-preflight visibility) || exit 1
+  export CUDA_VISIBLE_DEVICES=\"$devices\"
+  mps-preflight visibility --devices 0,2
+
+Do not write `export CUDA_VISIBLE_DEVICES=$(mps-preflight visibility)` in a script that must stop
+on failure: `export` succeeds even when the command fails, leaving an empty mask (no GPU).
+
+Exit status:
+  0  the mask is on stdout; an entry CUDA would ignore or read otherwise than
+     written (`0-2`, `0,-1,1`, a UUID without `GPU-`) adds a `warning: ` line
+  1  refused: the mask would show no GPU (empty, `0,0`, `all`, `-1`), an index
+     has no host GPU, or index order cannot be trusted; stdout is empty
+  2  usage error",
+    )
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VisibilityArgs {
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help = "The list to rewrite instead of CUDA_VISIBLE_DEVICES"
+    )]
+    pub(crate) devices: Option<String>,
+
+    /// The deadline of the `nvidia-smi` query, in milliseconds
+    #[arg(long, value_name = "N", default_value = "5000", value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub(crate) timeout_ms: u64,
 }

@@ -3,7 +3,7 @@
 use clap::CommandFactory as _;
 
 use super::*;
-use crate::args::parse_int;
+use crate::args::{RequestArgs, parse_int, parse_timeout};
 
 #[test]
 fn the_command_line_is_well_formed() {

@@ -244,23 +244,39 @@ pub(crate) fn not_answered(words: Vocabulary, record: &QueryRecord) -> Option<Da
     }
 }
 
-fn answer(stdout: &CapturedText, stderr: &CapturedText) -> DaemonStatus {
-    let unrecognized = |why: &str| {
-        DaemonStatus::Unrecognized(format!(
-            "{why}: {}, {}",
-            describe_text("stdout", stdout),
-            describe_text("stderr", stderr)
-        ))
+/// Why an exit-0 answer cannot be read at all (cut short, not UTF-8, a message on stderr),
+/// whatever was asked: the shared first checks of [`answer`] and of the reference queries'.
+pub(crate) fn unreadable(stdout: &CapturedText, stderr: &CapturedText) -> Option<DaemonStatus> {
+    let why = if stdout.truncated || stderr.truncated {
+        "the output was cut short"
+    } else if stdout.non_utf8 || stderr.non_utf8 {
+        "the output is not UTF-8"
+    } else if !stderr.text.is_empty() {
+        "exit 0 with a message on stderr"
+    } else {
+        return None;
     };
-    if stdout.truncated || stderr.truncated {
-        return unrecognized("the output was cut short");
+    Some(unrecognized(why, stdout, stderr))
+}
+
+/// An answer of the wrong shape, `why`, with what was printed.
+pub(crate) fn unrecognized(
+    why: &str,
+    stdout: &CapturedText,
+    stderr: &CapturedText,
+) -> DaemonStatus {
+    DaemonStatus::Unrecognized(format!(
+        "{why}: {}, {}",
+        describe_text("stdout", stdout),
+        describe_text("stderr", stderr)
+    ))
+}
+
+fn answer(stdout: &CapturedText, stderr: &CapturedText) -> DaemonStatus {
+    if let Some(status) = unreadable(stdout, stderr) {
+        return status;
     }
-    if stdout.non_utf8 || stderr.non_utf8 {
-        return unrecognized("the output is not UTF-8");
-    }
-    if !stderr.text.is_empty() {
-        return unrecognized("exit 0 with a message on stderr");
-    }
+    let unrecognized = |why: &str| unrecognized(why, stdout, stderr);
     let Some(body) = stdout.text.strip_suffix('\n') else {
         return unrecognized(
             "expected the active-thread percentage line, then one server PID per line",

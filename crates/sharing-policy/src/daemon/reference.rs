@@ -3,7 +3,9 @@
 //! "The reference's own queries"): PID lines prove a live daemon; an empty answer does so only
 //! with a live daemon pid file.
 
-use crate::daemon::{DaemonStatus, daemon_pid, describe_text, server_pid_line, status_in};
+use crate::daemon::{
+    DaemonStatus, daemon_pid, server_pid_line, status_in, unreadable, unrecognized,
+};
 use crate::{CapturedText, PidFileFacts, QueryRecord, Vocabulary};
 
 /// The standard input of the reference module's daemon query, which its drop-in sends through
@@ -43,22 +45,10 @@ pub(crate) fn status_with_pid_file(
 /// [`REFERENCE_IDLE`] (no answer) until a pid file corroborates it.
 pub(crate) fn answer(stdout: &CapturedText, stderr: &CapturedText) -> DaemonStatus {
     const SHAPE: &str = "expected one server PID per line";
-    let unrecognized = |why: &str| {
-        DaemonStatus::Unrecognized(format!(
-            "{why}: {}, {}",
-            describe_text("stdout", stdout),
-            describe_text("stderr", stderr)
-        ))
-    };
-    if stdout.truncated || stderr.truncated {
-        return unrecognized("the output was cut short");
+    if let Some(status) = unreadable(stdout, stderr) {
+        return status;
     }
-    if stdout.non_utf8 || stderr.non_utf8 {
-        return unrecognized("the output is not UTF-8");
-    }
-    if !stderr.text.is_empty() {
-        return unrecognized("exit 0 with a message on stderr");
-    }
+    let unrecognized = |why: &str| unrecognized(why, stdout, stderr);
     if stdout.text.is_empty() {
         return DaemonStatus::NoAnswer(REFERENCE_IDLE.to_owned());
     }

@@ -14,22 +14,9 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     let gpu = context.gpu.to_string();
     let Some(mode) = served.facts.compute_mode.clone() else {
         let why = format!("the GPU query recorded no compute mode for {gpu}");
-        let finding = Finding::new(
-            Code::ComputeModeUnverified,
-            [
-                context.words().mps(),
-                " could not verify the compute mode of GPU ",
-                &gpu,
-                ": ",
-                &why,
-                ". To verify it, ",
-                VERIFY,
-                ".",
-            ]
-            .concat(),
-            why,
-            VERIFY.to_owned(),
-        );
+        let what = format!("the compute mode of GPU {gpu}");
+        let finding =
+            super::unverified_finding(context, Code::ComputeModeUnverified, &what, why, VERIFY);
         served.unverified(context.request, findings, finding);
         return;
     };

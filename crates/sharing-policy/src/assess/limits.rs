@@ -99,21 +99,13 @@ fn servers(
                 } else {
                     CAPTURE_AGAIN
                 };
-                let finding = Finding::new(
+                let what = format!("the state of MPS server {pid}");
+                let finding = super::unverified_finding(
+                    context,
                     Code::ServerStatusUnverified,
-                    [
-                        context.words().mps(),
-                        " could not verify the state of MPS server ",
-                        &pid.to_string(),
-                        ": ",
-                        super::clause(&why),
-                        ". To verify it, ",
-                        fix,
-                        ".",
-                    ]
-                    .concat(),
+                    &what,
                     why,
-                    fix.to_owned(),
+                    fix,
                 );
                 served.unverified(context.request, findings, finding);
             }
@@ -224,21 +216,16 @@ fn pinned(
         }
         (Ok(Some((_, raw))), _) => Some(raw),
         (Err(why), Some(_)) => {
-            let finding = Finding::new(
+            let what = format!(
+                "the daemon's default pinned-memory limit for GPU {}",
+                context.gpu
+            );
+            let finding = super::unverified_finding(
+                context,
                 Code::PinnedMemLimitUnverified,
-                [
-                    context.words().mps(),
-                    " could not verify the daemon's default pinned-memory limit for GPU ",
-                    &context.gpu.to_string(),
-                    ": ",
-                    super::clause(&why),
-                    ". To verify it, ",
-                    CAPTURE_AGAIN,
-                    ".",
-                ]
-                .concat(),
+                &what,
                 why,
-                CAPTURE_AGAIN.to_owned(),
+                CAPTURE_AGAIN,
             );
             served.unverified(context.request, findings, finding);
             None

@@ -317,6 +317,29 @@ fn cuda_device(index: u32) -> String {
         .map_or_else(|| format!("cuda:{index}"), |device| (*device).to_owned())
 }
 
+/// A prerequisite that could not be observed, in the one shape every such finding has:
+/// "`<mps>` could not verify `<what>`: `<why>`. To verify it, `<fix>`."
+fn unverified_finding(
+    context: &Context<'_>,
+    code: Code,
+    what: &str,
+    why: String,
+    fix: &str,
+) -> Finding {
+    let message = [
+        context.words().mps(),
+        " could not verify ",
+        what,
+        ": ",
+        clause(&why),
+        ". To verify it, ",
+        fix,
+        ".",
+    ]
+    .concat();
+    Finding::new(code, message, why, fix.to_owned())
+}
+
 fn inconsistent(words: Vocabulary, what: String) -> Finding {
     Finding::new(
         Code::InconsistentSnapshot,

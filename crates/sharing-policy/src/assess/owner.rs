@@ -57,22 +57,11 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
 }
 
 fn unverified(context: &Context<'_>, why: String) -> Finding {
-    Finding::new(
-        Code::ServerOwnerUnverified,
-        [
-            context.words().mps(),
-            " could not verify that the MPS servers of the control daemon at ",
-            &context.control_path(),
-            " run as this user: ",
-            super::clause(&why),
-            ". To verify it, ",
-            VERIFY,
-            ".",
-        ]
-        .concat(),
-        why,
-        VERIFY.to_owned(),
-    )
+    let what = format!(
+        "that the MPS servers of the control daemon at {} run as this user",
+        context.control_path()
+    );
+    super::unverified_finding(context, Code::ServerOwnerUnverified, &what, why, VERIFY)
 }
 
 /// The finding for servers of other users.

@@ -57,22 +57,9 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         Scope::Unscoped => return,
         Scope::Unknown(why) => {
             let fix = verify_fix(context, identified, &why);
-            let finding = Finding::new(
-                Code::DaemonScopeUnverified,
-                [
-                    context.words().mps(),
-                    " could not verify which GPUs the control daemon at ",
-                    &path,
-                    " serves: ",
-                    super::clause(&why),
-                    ". To verify it, ",
-                    fix,
-                    ".",
-                ]
-                .concat(),
-                why,
-                fix.to_owned(),
-            );
+            let what = format!("which GPUs the control daemon at {path} serves");
+            let finding =
+                super::unverified_finding(context, Code::DaemonScopeUnverified, &what, why, fix);
             served.unverified(context.request, findings, finding);
             return;
         }

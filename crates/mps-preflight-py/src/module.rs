@@ -2,8 +2,9 @@
 //! Python objects (a tagged tuple, a `dict`); `python/mps_preflight/__init__.py` turns the tags
 //! into its exceptions and its `Evidence` and `Finding` objects.
 //!
-//! The host is always observed with the GIL released, so a launcher's other threads keep
-//! running during a query's deadline.
+//! The host is observed with the GIL released, so a launcher's other threads keep running
+//! during a query's deadline; the reference's drop-in with a `run_command` calls it from the
+//! calling thread instead, as the reference does.
 #![allow(
     clippy::needless_pass_by_value,
     reason = "pyo3 extracts a function's arguments as owned values"
@@ -21,7 +22,7 @@ use sharing_policy::HostFacts;
 
 use crate::convert;
 use crate::policy::{self, Verdict};
-use crate::runner::PyRunner;
+use crate::runner::{CallingThreadRunner, PyRunner};
 use crate::snapshot::{self, Source};
 use crate::spec::{Spec, deadline};
 
@@ -34,19 +35,24 @@ use crate::spec::{Spec, deadline};
 /// the observation is joined, and the exception propagates: no query outlives the call.
 ///
 /// With `run_command` and `reference` (the reference's drop-in asks), the reference's own
-/// queries are sent through it ([`crate::reference`]).
+/// queries are sent through it ([`crate::reference`]) from this thread, with the GIL, one after
+/// the other, as the reference sends them ([`CallingThreadRunner`]).
 fn observe(
     py: Python<'_>,
     options: &ProbeOptions,
     run_command: Option<Py<PyAny>>,
     reference: bool,
 ) -> PyResult<HostFacts> {
+    if let (Some(call), true) = (&run_command, reference) {
+        // The reference's queries, one after the other on this thread, as the reference
+        // sends them: no observation thread (issue 25).
+        let runner = CallingThreadRunner::new(call.clone_ref(py));
+        let facts = crate::reference::capture(mps_host::read_env(), &runner, options);
+        return runner.take_interrupt().map_or(Ok(facts), Err);
+    }
     let runner = run_command.map(PyRunner::new);
     let capture = |runner: &Option<PyRunner>| match runner {
         None => mps_host::capture(options),
-        Some(runner) if reference => {
-            crate::reference::capture(mps_host::read_env(), runner, options)
-        }
         Some(runner) => {
             // As `mps_host::capture` does: the host name is no query's answer.
             let mut facts = mps_host::capture_with(mps_host::read_env(), runner, options);

@@ -1,10 +1,11 @@
 //! The reference module's test seam: host queries sent through a Python `run_command` instead
 //! of spawned by mps-host's process runner.
 
-use std::sync::mpsc;
+use std::sync::{Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 use mps_host::{DEFAULT_OUTPUT_CAP, Query, Runner};
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use sharing_policy::QueryRecord;
@@ -75,11 +76,6 @@ impl Runner for PyRunner {
                 // The receiver is gone when the deadline passed first: nothing is waiting.
                 let _ = sender.send(reply);
             });
-        let silent = |ending| Reply {
-            ending,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-        };
         let reply = match spawned.map(|_| receiver.recv_timeout(query.timeout + RETURN_GRACE)) {
             Ok(Ok(Ok(reply))) => reply,
             Ok(Ok(Err(err))) => {
@@ -95,4 +91,73 @@ impl Runner for PyRunner {
             started.elapsed(),
         )
     }
+}
+
+/// The reference's drop-in (issue 25). The reference calls `run_command` on the calling
+/// thread, one query after the other, and trusts it to honour the `timeout` it passes; so does
+/// this runner, which starts no thread (starting one and waking it across CPUs cost three times
+/// the reference's whole probe, BENCHMARKS.md). What it adds: a reply that comes back after the
+/// deadline and its grace is recorded as timed out, never read; and an exception that is not
+/// an `Exception` (Ctrl-C's `KeyboardInterrupt`, `SystemExit`) is kept, no later query is
+/// made, and the caller raises it once the observation returns.
+pub(crate) struct CallingThreadRunner {
+    call: Py<PyAny>,
+    interrupt: Mutex<Option<PyErr>>,
+}
+
+impl CallingThreadRunner {
+    pub(crate) fn new(call: Py<PyAny>) -> Self {
+        Self {
+            call,
+            interrupt: Mutex::new(None),
+        }
+    }
+
+    /// The exception that ended a call and must reach the caller, if one did.
+    pub(crate) fn take_interrupt(&self) -> Option<PyErr> {
+        lock(&self.interrupt).take()
+    }
+
+    fn reply(&self, query: &Query) -> Reply {
+        if lock(&self.interrupt).is_some() {
+            return silent(Ending::Failed(
+                "interrupted before run_command was called".to_owned(),
+            ));
+        }
+        let started = Instant::now();
+        Python::attach(|py| match PyRunner::ask(&self.call, py, query) {
+            Ok(_) if started.elapsed() > query.timeout + RETURN_GRACE => silent(Ending::TimedOut),
+            Ok(reply) => reply,
+            Err(err) if !err.is_instance_of::<PyException>(py) => {
+                *lock(&self.interrupt) = Some(err);
+                silent(Ending::Failed("interrupted".to_owned()))
+            }
+            Err(err) => silent(Ending::Failed(format!("run_command adapter failed: {err}"))),
+        })
+    }
+}
+
+impl Runner for CallingThreadRunner {
+    fn run(&self, query: &Query) -> QueryRecord {
+        let started = Instant::now();
+        let reply = self.reply(query);
+        query.record(
+            reply::outcome(&reply, DEFAULT_OUTPUT_CAP),
+            started.elapsed(),
+        )
+    }
+}
+
+/// A reply with nothing printed.
+fn silent(ending: Ending) -> Reply {
+    Reply {
+        ending,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    }
+}
+
+/// The value behind `mutex`, even if a holder panicked (each is replaced whole).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

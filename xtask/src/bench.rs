@@ -28,7 +28,7 @@ mod concurrent;
 mod host;
 mod report;
 
-use host::{Host, Sandbox, daemon_script, find_program, floor, smi_script, write_script};
+use host::{Compiled, Host, Sandbox, daemon_script, find_program, floor, start_only, write_script};
 use report::{Report, Stats, kib_to_mib, load_average, millis};
 
 /// Runs of each whole-process measurement when `--runs` is not given.
@@ -40,14 +40,17 @@ const SLOW_RUNS: usize = 3;
 /// The deadline of each host query in the hang and flood cases.
 const SLOW_TIMEOUT_MS: u64 = 1000;
 
-/// One row of the v2 GPU query (issue 10): compute mode and driver version, then the table.
+/// One row of the v2 GPU query (issue 10), for the concurrency section's fake `nvidia-smi`.
 const GPU_ROW: &str = "Default, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
-const GPU_QUERY_ARGS: [&str; 2] = [
-    "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
-    "--format=csv,noheader",
-];
-/// What `probe` writes to the daemon front-end (sharing-policy's `DAEMON_PROBE`).
-const DAEMON_STDIN: &str = "get_default_active_thread_percentage\nget_server_list\n";
+/// What `probe` writes to the daemon front-end after the first round (sharing-policy's
+/// settings query, each answer followed by a liveness line) for `cuda:0` on a one-GPU host:
+/// with no server listed, the device's default pinned-memory limit; with server 4428 listed,
+/// its status first.
+const SETTINGS_STDIN_IDLE: &str = "get_default_active_thread_percentage\n\
+get_default_device_pinned_mem_limit 0\nget_default_active_thread_percentage\n";
+const SETTINGS_STDIN_SERVED: &str = "get_default_active_thread_percentage\nget_server_status 4428\n\
+get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n\
+get_default_active_thread_percentage\n";
 const FIXTURE: &str = "fixtures/hosts/healthy-idle-daemon.json";
 const REQUEST: [&str; 8] = [
     "--request",
@@ -81,10 +84,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let sandbox = Sandbox::new()?;
     let sleep = find_program(&["/bin/sleep", "/usr/bin/sleep"])?;
     let yes = find_program(&["/usr/bin/yes", "/bin/yes"])?;
-    let healthy = sandbox.host("healthy", &smi_script(), &daemon_script())?;
-    let with_pid_file = sandbox
-        .host("pid-file", &smi_script(), &daemon_script())?
-        .with_pid_file(&sleep)?;
+    let compiled = Compiled::build(&root, &sandbox)?;
+    let hosts = Hosts {
+        idle: sandbox.compiled_host("idle", &compiled.idle_tools)?,
+        idle_pid_file: sandbox
+            .compiled_host("idle-pid-file", &compiled.idle_tools)?
+            .with_pid_file(&sleep)?,
+        served: sandbox.compiled_host("served", &compiled.served_tools)?,
+        served_pid_file: sandbox
+            .compiled_host("served-pid-file", &compiled.served_tools)?
+            .with_pid_file(&sleep)?,
+        compiled,
+    };
+    let healthy = &hosts.idle;
     let hung_script = format!("#!/bin/sh\nexec {} 30\n", sleep.display());
     let hung = sandbox.host("hung", &hung_script, &hung_script)?;
     let flood_script = format!("#!/bin/sh\nexec {}\n", yes.display());
@@ -98,9 +110,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         print!("{}", report.text);
         return Ok(());
     }
-    bench.whole_process(&healthy, &with_pid_file, &mut report)?;
+    bench.whole_process(&hosts, &mut report)?;
     bench.hang(&hung, &mut report)?;
-    bench.memory(&healthy, &flood_smi, &flood_both, &mut report)?;
+    bench.memory(healthy, &flood_smi, &flood_both, &mut report)?;
     concurrent::measure(&bench.binary, &mut report)?;
     report.line(&format!("\nload average at end: {}", load_average()));
     print!("{}", report.text);
@@ -119,6 +131,15 @@ fn parse_runs(args: &[String]) -> Result<usize, String> {
     }
 }
 
+/// The compiled fake hosts of the whole-process measurements, and their floor.
+struct Hosts {
+    idle: Host,
+    idle_pid_file: Host,
+    served: Host,
+    served_pid_file: Host,
+    compiled: Compiled,
+}
+
 struct Bench {
     binary: PathBuf,
     root: PathBuf,
@@ -127,44 +148,53 @@ struct Bench {
 
 impl Bench {
     /// `check`, `probe` and the floor, interleaved so that drift on a shared machine hits all
-    /// of them alike; two more rows split `probe`'s cost: the binary's own start (`--version`)
-    /// and the two tools spawned concurrently (what `probe` does) instead of one after the other.
-    fn whole_process(
-        &self,
-        host: &Host,
-        with_pid_file: &Host,
-        report: &mut Report,
-    ) -> Result<(), String> {
+    /// of them alike. The probe runs on compiled fake hosts, each beside its floor (the same
+    /// three host queries from a tiny C program: the GPU table and the daemon's first round,
+    /// concurrently in `probe`, then the settings query): an idle daemon and a daemon serving a
+    /// server, each without a pid file (470/535: `/proc` is scanned) and with one (550+: no
+    /// scan).
+    fn whole_process(&self, hosts: &Hosts, report: &mut Report) -> Result<(), String> {
         type Measure<'a> = Box<dyn Fn() -> Result<Duration, String> + 'a>;
         let check_args = self.check_args();
         let probe_args = probe_args(&[]);
         let version_args = vec!["--version".to_owned()];
-        let measures: [(&str, Measure<'_>); 6] = [
+        let floor_program = &hosts.compiled.floor;
+        let measures: [(&str, Measure<'_>); 9] = [
             (
                 "check --snapshot healthy-idle-daemon.json",
-                Box::new(|| self.timed(host, &check_args, Some(0))),
+                Box::new(|| self.timed(&hosts.idle, &check_args, Some(0))),
             ),
             (
-                "probe (nvidia-smi + mps-control, concurrent)",
-                Box::new(|| self.timed(host, &probe_args, Some(0))),
+                "probe, idle daemon, /proc scan",
+                Box::new(|| self.timed(&hosts.idle, &probe_args, Some(0))),
             ),
             (
-                "floor (the two fake tools, one after the other)",
-                Box::new(|| floor(host, false)),
+                "floor, idle daemon (3 queries)",
+                Box::new(|| floor(&hosts.idle, floor_program, SETTINGS_STDIN_IDLE)),
             ),
             (
-                "  context: the two fake tools, concurrently",
-                Box::new(|| floor(host, true)),
+                "probe, daemon serving 4428, /proc scan",
+                Box::new(|| self.timed(&hosts.served, &probe_args, Some(0))),
+            ),
+            (
+                "probe, daemon serving 4428, pid file",
+                Box::new(|| self.timed(&hosts.served_pid_file, &probe_args, Some(0))),
+            ),
+            (
+                "floor, daemon serving 4428 (3 queries)",
+                Box::new(|| floor(&hosts.served, floor_program, SETTINGS_STDIN_SERVED)),
             ),
             (
                 "  context: mps-preflight --version (start+exit)",
-                Box::new(|| self.timed(host, &version_args, Some(0))),
+                Box::new(|| self.timed(&hosts.idle, &version_args, Some(0))),
             ),
-            // The fake daemon of `host` writes no pid file (as 470/535 do), so every probe
-            // above scans /proc; with one (550+), the scan is not run (issue 25).
             (
-                "  context: probe, daemon pid file (no /proc scan)",
-                Box::new(|| self.timed(with_pid_file, &probe_args, Some(0))),
+                "  context: the floor program alone (start+exit)",
+                Box::new(|| start_only(&hosts.idle, floor_program)),
+            ),
+            (
+                "  context: probe, idle daemon, pid file",
+                Box::new(|| self.timed(&hosts.idle_pid_file, &probe_args, Some(0))),
             ),
         ];
         for _ in 0..WARM_UP {
@@ -182,24 +212,45 @@ impl Bench {
         for times in &mut times {
             stats.push(Stats::of(times)?);
         }
-        report.heading("Whole process, fake host (interleaved runs)");
+        report.heading("Whole process, compiled fake hosts (interleaved runs)");
         for ((label, _), stats) in measures.iter().zip(&stats) {
             report.row(label, stats);
         }
-        let (Some(check), Some(probe), Some(floor)) = (stats.first(), stats.get(1), stats.get(2))
+        let median = |index: usize| stats.get(index).map(|stats| stats.median);
+        let (
+            Some(check),
+            Some(idle),
+            Some(idle_floor),
+            Some(served),
+            Some(pid_file),
+            Some(served_floor),
+        ) = (
+            median(0),
+            median(1),
+            median(2),
+            median(3),
+            median(4),
+            median(5),
+        )
         else {
             return Err("missing measurements".to_owned());
         };
-        let ratio = probe.median.as_secs_f64() / floor.median.as_secs_f64();
+        for (label, probe, floor) in [
+            ("idle, scan", idle, idle_floor),
+            ("serving, scan", served, served_floor),
+            ("serving, pid file", pid_file, served_floor),
+        ] {
+            let ratio = probe.as_secs_f64() / floor.as_secs_f64();
+            report.verdict(
+                &format!("probe / floor ({label}) = {ratio:.2}x"),
+                &format!("<= {RATIO_TARGET}x (medians)"),
+                ratio <= RATIO_TARGET,
+            );
+        }
         report.verdict(
-            &format!("probe / floor = {ratio:.2}x (medians)"),
-            &format!("<= {RATIO_TARGET}x"),
-            ratio <= RATIO_TARGET,
-        );
-        report.verdict(
-            &format!("check median = {}", millis(check.median)),
+            &format!("check median = {}", millis(check)),
             &format!("< {}", millis(CHECK_TARGET)),
-            check.median < CHECK_TARGET,
+            check < CHECK_TARGET,
         );
         Ok(())
     }

@@ -43,6 +43,21 @@ class FakeTorch:
     )
 
 
+#: The reference module run as a command, the way a launcher's shell step would: a fresh
+#: interpreter imports it and probes with a torch stand-in (real torch would add its import).
+REFERENCE_COMMAND = """
+import sys
+from types import SimpleNamespace
+sys.path.insert(0, sys.argv[1])
+import reference_cuda_process_sharing as reference
+uuid = sys.argv[2]
+torch = SimpleNamespace(version=SimpleNamespace(hip=None), cuda=SimpleNamespace(
+    is_available=lambda: True, device_count=lambda: 1,
+    get_device_properties=lambda index: SimpleNamespace(uuid=uuid)))
+print(reference.probe_cuda_process_sharing("mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch).to_dict())
+"""
+
+
 def fake_host() -> tuple[Path, socket.socket]:
     root = Path(tempfile.mkdtemp(prefix="mpfb", dir="/tmp"))
     (root / "bin").mkdir()
@@ -70,6 +85,13 @@ def side_by_side(runs: int) -> dict[str, list[float]]:
     from mps_preflight import compat
 
     torch = FakeTorch()
+    # The in-memory double of issue 25: answers as the reference's tests wrote theirs (its
+    # 2-column table, a daemon listing server 4428), with no process spawned.
+    answers = {"nvidia-smi": f"0, GPU-{UUID}\n", "nvidia-cuda-mps-control": "4428\n"}
+
+    def in_memory(argv: list[str], **_: object) -> SimpleNamespace:
+        return SimpleNamespace(stdout=answers[argv[0]], stderr="", returncode=0)
+
     cases = {
         "reference probe_cuda_process_sharing (stand-in torch)": lambda: reference.probe_cuda_process_sharing(
             "mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch
@@ -80,6 +102,15 @@ def side_by_side(runs: int) -> dict[str, list[float]]:
         "mps_preflight.compat.probe_cuda_process_sharing (stand-in torch)": lambda: compat.probe_cuda_process_sharing(
             "mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch
         ),
+        "reference probe_cuda_process_sharing, in-memory run_command": lambda: reference.probe_cuda_process_sharing(
+            "mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch, run_command=in_memory
+        ),
+        "mps_preflight.compat.probe_cuda_process_sharing, in-memory run_command": lambda: compat.probe_cuda_process_sharing(
+            "mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch, run_command=in_memory
+        ),
+        "reference module as a command (python -c, stand-in torch)": lambda: subprocess.run(
+            [sys.executable, "-c", REFERENCE_COMMAND, str(HERE), UUID], capture_output=True, check=True
+        ),
         "CLI spawned from Python (console command)": lambda: subprocess.run(
             [str(CONSOLE), "probe", *FLAGS], capture_output=True, check=True
         ),
@@ -89,6 +120,14 @@ def side_by_side(runs: int) -> dict[str, list[float]]:
             [str(RELEASE), "probe", *FLAGS], capture_output=True, check=True
         )
     # Every case must validate on this host before it is timed.
+    assert compat.probe_cuda_process_sharing(
+        "mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch, run_command=in_memory
+    ).to_dict() == reference.probe_cuda_process_sharing(
+        "mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch, run_command=in_memory
+    ).to_dict()
+    assert "'validated': True" in subprocess.run(
+        [sys.executable, "-c", REFERENCE_COMMAND, str(HERE), UUID], capture_output=True, text=True, check=True
+    ).stdout
     assert reference.probe_cuda_process_sharing("mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch).server_pid == 4428
     assert mps_preflight.probe("mps", "cuda:0", "cuda:0", backend="mjwarp").server_pid == 4428
     times: dict[str, list[float]] = {name: [] for name in cases}
@@ -154,6 +193,13 @@ def main() -> None:
         native = statistics.median(times["mps_preflight.probe"])
         console = statistics.median(times["CLI spawned from Python (console command)"])
         print(f"\nreference / mps_preflight.probe: {reference / native:.2f}x (target >= 3x)")
+        compat_memory = statistics.median(times["mps_preflight.compat.probe_cuda_process_sharing, in-memory run_command"])
+        reference_memory = statistics.median(times["reference probe_cuda_process_sharing, in-memory run_command"])
+        print(f"compat / reference, in-memory run_command: {compat_memory / reference_memory:.2f}x (target <= 1x)")
+        if RELEASE.is_file():
+            command = statistics.median(times["reference module as a command (python -c, stand-in torch)"])
+            binary = statistics.median(times["CLI spawned from Python (target/release/mps-preflight)"])
+            print(f"reference as a command / release CLI probe: {command / binary:.2f}x (target >= 20x)")
         print(f"console CLI / mps_preflight.probe: {console / native:.2f}x (target >= 1x)")
         cumulative, wall = import_times(max(10, args.runs // 10))
         print(f"import mps_preflight, -X importtime cumulative: median {statistics.median(cumulative) * 1e3:.2f} ms, "

@@ -1,26 +1,52 @@
-/* The fake host's tools, compiled (bench/bench_probe.py builds them with `cc`): a shell script
- * would cost a shell start per query and drown what is measured. One program, named by argv[0]:
+/* The fake host's tools, compiled (bench/bench_probe.py and `cargo xtask bench` build them with
+ * `cc`): a shell script would cost a shell start per query and drown what is measured. One
+ * program, named by argv[0]:
  *   nvidia-smi               one H100: schema v2's six columns when asked for `name`, else index,uuid
  *                            (the reference module's query);
- *   nvidia-cuda-mps-control  reads its commands to end of file, then answers as a daemon
- *                            serving server 4428 (`100.0` for the thread percentage). */
+ *   nvidia-cuda-mps-control  reads its commands to end of file, then answers each as an idle
+ *                            550 daemon serving server 4428 does: `100.0` for the thread
+ *                            percentage, `4428` for the server list, `ACTIVE` for its status,
+ *                            and nothing for a pinned-memory limit that is not set.
+ * Built with -DFAKE_IDLE, the daemon serves no server (its server list is empty). */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+static void answer(const char *command) {
+    if (strcmp(command, "get_default_active_thread_percentage") == 0) {
+        puts("100.0");
+    } else if (strcmp(command, "get_server_list") == 0) {
+#ifndef FAKE_IDLE
+        puts("4428");
+#endif
+    } else if (strncmp(command, "get_server_status ", 18) == 0) {
+        puts("ACTIVE");
+    } else if (strncmp(command, "get_default_device_pinned_mem_limit ", 36) == 0) {
+        /* no limit: the real 550 daemon prints nothing */
+    } else {
+        printf("Unknown command \"%s\"\n", command);
+    }
+}
 
 int main(int argc, char **argv) {
     const char *name = strrchr(argv[0], '/');
     name = name ? name + 1 : argv[0];
     if (strcmp(name, "nvidia-smi") == 0) {
-        int four = argc > 1 && strstr(argv[1], "name") != NULL;
-        fputs(four ? "Exclusive_Process, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
-                   : "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
+        int six = argc > 1 && strstr(argv[1], "name") != NULL;
+        fputs(six ? "Exclusive_Process, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
+                  : "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
               stdout);
         return 0;
     }
-    char buffer[4096];
-    while (read(0, buffer, sizeof buffer) > 0) {
+    char commands[4096];
+    size_t length = 0;
+    ssize_t got;
+    while ((got = read(0, commands + length, sizeof commands - 1 - length)) > 0) {
+        length += (size_t)got;
     }
-    fputs("100.0\n4428\n", stdout);
+    commands[length] = '\0';
+    for (char *line = strtok(commands, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        answer(line);
+    }
     return 0;
 }

@@ -1,67 +1,105 @@
-//! The fake host of `cargo xtask bench`: a temp directory with a live control socket and two
-//! fake tools on a private `PATH`, and the floor (the same tools spawned directly).
+//! The fake hosts of `cargo xtask bench`: temp directories with a live control socket and two
+//! fake tools (compiled, or shell scripts for the hung and flooding cases) on a private `PATH`,
+//! and the floor (a tiny C program making the same host queries one after the other).
 
 use std::fs;
-use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{DAEMON_STDIN, GPU_QUERY_ARGS, GPU_ROW};
+/// The compiled fake tools and floor, built once per run with `cc -O2` (a shell script would
+/// cost a shell start per query and drown what is measured).
+pub(super) struct Compiled {
+    /// `fake_tools.c`: the daemon serves server 4428, as on a host where a job runs.
+    pub(super) served_tools: PathBuf,
+    /// The same, built with `-DFAKE_IDLE`: the daemon serves no server.
+    pub(super) idle_tools: PathBuf,
+    /// `floor.c`: the probe's host queries, one after the other, from a tiny C program.
+    pub(super) floor: PathBuf,
+}
 
-/// The floor of `probe`'s process cost: `nvidia-smi` with the table query and the daemon
-/// front-end with the probe's commands on stdin, each with its output read; one after the other
-/// (the floor of issue 6) or, with `concurrent`, both spawned before either is waited for.
-pub(super) fn floor(host: &Host, concurrent: bool) -> Result<Duration, String> {
-    let started = Instant::now();
-    let smi = spawn_tool(host, "nvidia-smi", &GPU_QUERY_ARGS, "")?;
-    let (smi, daemon) = if concurrent {
-        let daemon = spawn_tool(host, "nvidia-cuda-mps-control", &[], DAEMON_STDIN)?;
-        (finish_tool(smi)?, finish_tool(daemon)?)
+impl Compiled {
+    pub(super) fn build(root: &Path, sandbox: &Sandbox) -> Result<Self, String> {
+        let dir = sandbox.dir.join("compiled");
+        fs::create_dir(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+        let tools = root.join("crates/mps-preflight-py/bench/fake_tools.c");
+        let compiled = Self {
+            served_tools: dir.join("served-tools"),
+            idle_tools: dir.join("idle-tools"),
+            floor: dir.join("floor"),
+        };
+        compile(&tools, &compiled.served_tools, &[])?;
+        compile(&tools, &compiled.idle_tools, &["-DFAKE_IDLE"])?;
+        compile(&root.join("xtask/bench/floor.c"), &compiled.floor, &[])?;
+        Ok(compiled)
+    }
+}
+
+fn compile(source: &Path, output: &Path, flags: &[&str]) -> Result<(), String> {
+    let status = Command::new("cc")
+        .arg("-O2")
+        .args(flags)
+        .arg("-o")
+        .arg(output)
+        .arg(source)
+        .status()
+        .map_err(|err| {
+            format!("cannot run cc (a C compiler is needed for the fake host): {err}")
+        })?;
+    if status.success() {
+        Ok(())
     } else {
-        let smi = finish_tool(smi)?;
-        let daemon = spawn_tool(host, "nvidia-cuda-mps-control", &[], DAEMON_STDIN)?;
-        (smi, finish_tool(daemon)?)
-    };
+        Err(format!("cc {} failed: {status}", source.display()))
+    }
+}
+
+/// The floor of `probe`'s process cost (issue 25): the compiled floor program run as a whole
+/// process on `host`, making the host queries `probe` makes there one after the other (the
+/// third, the settings query, with `settings_stdin`).
+pub(super) fn floor(host: &Host, floor: &Path, settings_stdin: &str) -> Result<Duration, String> {
+    let mut command = host.command(floor);
+    command
+        .arg(host.bin.join("nvidia-smi"))
+        .arg(host.bin.join("nvidia-cuda-mps-control"))
+        .arg(settings_stdin)
+        .stdin(Stdio::null());
+    let started = Instant::now();
+    let output = command
+        .output()
+        .map_err(|err| format!("cannot run {}: {err}", floor.display()))?;
     let elapsed = started.elapsed();
-    if !smi.status.success() || !daemon.status.success() || smi.stdout.is_empty() {
-        return Err("the fake tools failed when spawned directly".to_owned());
+    if !output.status.success() {
+        return Err(format!(
+            "the floor program failed on the fake host: {}",
+            output.status
+        ));
     }
     Ok(elapsed)
 }
 
-/// Spawns a fake tool of `host` with piped output, writes `stdin` and closes it.
-fn spawn_tool(host: &Host, name: &str, args: &[&str], stdin: &str) -> Result<Child, String> {
-    let mut child = host
-        .command(&host.bin.join(name))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|err| format!("cannot run the fake {name}: {err}"))?;
-    if let Some(mut pipe) = child.stdin.take() {
-        pipe.write_all(stdin.as_bytes())
-            .map_err(|err| format!("cannot write to the fake {name}: {err}"))?;
-    }
-    Ok(child)
-}
-
-fn finish_tool(child: Child) -> Result<Output, String> {
-    child
-        .wait_with_output()
-        .map_err(|err| format!("cannot wait for a fake tool: {err}"))
-}
-
-pub(super) fn smi_script() -> String {
-    format!("#!/bin/sh\nprintf '%s\\n' '{GPU_ROW}'\n")
-}
-
-/// Reads its commands to end of file, then answers as an idle daemon does.
+/// Reads its commands to end of file, then answers as an idle daemon does (the flood cases).
 pub(super) fn daemon_script() -> String {
     "#!/bin/sh\nwhile read -r line; do :; done\nprintf '100.0\\n'\n".to_owned()
+}
+
+/// The floor program run with no arguments: a tiny C program's start and exit (it exits 2).
+pub(super) fn start_only(host: &Host, floor: &Path) -> Result<Duration, String> {
+    let mut command = host.command(floor);
+    command.stdin(Stdio::null());
+    let started = Instant::now();
+    let output = command
+        .output()
+        .map_err(|err| format!("cannot run {}: {err}", floor.display()))?;
+    let elapsed = started.elapsed();
+    if output.status.code() != Some(2) {
+        return Err(format!(
+            "the floor program without arguments exited {}",
+            output.status
+        ));
+    }
+    Ok(elapsed)
 }
 
 pub(super) fn find_program(candidates: &[&str]) -> Result<PathBuf, String> {
@@ -92,6 +130,23 @@ impl Sandbox {
 
     /// A fake host named `name` with these two tool scripts.
     pub(super) fn host(&self, name: &str, smi: &str, daemon: &str) -> Result<Host, String> {
+        let (dir, bin, pipe) = self.host_dirs(name)?;
+        write_script(&bin.join("nvidia-smi"), smi)?;
+        write_script(&bin.join("nvidia-cuda-mps-control"), daemon)?;
+        Host::listening(dir, bin, pipe)
+    }
+
+    /// A fake host named `name` whose two tools are the compiled program `tools`.
+    pub(super) fn compiled_host(&self, name: &str, tools: &Path) -> Result<Host, String> {
+        let (dir, bin, pipe) = self.host_dirs(name)?;
+        for tool in ["nvidia-smi", "nvidia-cuda-mps-control"] {
+            fs::copy(tools, bin.join(tool))
+                .map_err(|err| format!("cannot copy {}: {err}", tools.display()))?;
+        }
+        Host::listening(dir, bin, pipe)
+    }
+
+    fn host_dirs(&self, name: &str) -> Result<(PathBuf, PathBuf, PathBuf), String> {
         let dir = self.dir.join(name);
         let bin = dir.join("bin");
         let pipe = dir.join("pipe");
@@ -99,8 +154,13 @@ impl Sandbox {
             fs::create_dir(path)
                 .map_err(|err| format!("cannot create {}: {err}", path.display()))?;
         }
-        write_script(&bin.join("nvidia-smi"), smi)?;
-        write_script(&bin.join("nvidia-cuda-mps-control"), daemon)?;
+        Ok((dir, bin, pipe))
+    }
+}
+
+impl Host {
+    /// The host with a live listening socket at `<pipe>/control`.
+    fn listening(dir: PathBuf, bin: PathBuf, pipe: PathBuf) -> Result<Self, String> {
         let socket = pipe.join("control");
         let listener = UnixListener::bind(&socket)
             .map_err(|err| format!("cannot bind {}: {err}", socket.display()))?;
@@ -112,9 +172,7 @@ impl Sandbox {
             daemon: None,
         })
     }
-}
 
-impl Host {
     /// Gives the host what a 550+ daemon leaves: a live process named like the control daemon
     /// (a copy of `sleep`) and `<pipe>/nvidia-cuda-mps-control.pid` naming it, so `probe` finds
     /// the daemon through the pid file and scans no `/proc`.

@@ -1,21 +1,26 @@
-//! `cargo xtask bench [--concurrent] [--runs N]`: whole-process figures of the release
-//! `mps-preflight` on a fake host (issue 6, "Performance"), and (`concurrent`, alone with
-//! `--concurrent`) 64 probes at once against the real control daemons (issue 15). A measurement, not a test: it prints a table with each
-//! target and whether this machine met it, and fails only when the binary misbehaves (a
-//! healthy fake host rejected, say) or the fake host cannot be built.
+//! `cargo xtask bench [--concurrent] [--runs N] [--binary PATH]`: whole-process figures of the
+//! release `mps-preflight` (or of `--binary`, another build of it) on fake hosts (issues 6 and
+//! 25), and (`concurrent`, alone with `--concurrent`) 64 probes at once against the real control
+//! daemons (issue 15). A measurement, not a test: it prints a table with each target and whether
+//! this machine met it, and fails only when the binary misbehaves (a healthy fake host rejected,
+//! say) or a fake host cannot be built.
 //!
-//! The fake host lives in a temp directory: a pipe directory holding a real listening Unix
+//! Each fake host lives in a temp directory: a pipe directory holding a real listening Unix
 //! socket at `control` (kept open for the whole run), and a `bin/` that is the only `PATH`
-//! entry, with `nvidia-smi` and `nvidia-cuda-mps-control` shell scripts printing what the real
-//! tools print on an idle one-H100 host. Measured, interleaved, after a warm-up:
+//! entry. On the healthy hosts `nvidia-smi` and `nvidia-cuda-mps-control` are one compiled C
+//! program (`crates/mps-preflight-py/bench/fake_tools.c`, built with `cc`) answering as an
+//! idle one-H100 host does, its daemon serving no server or server 4428. Measured,
+//! interleaved, after a warm-up:
 //!
 //! - `check --snapshot fixtures/hosts/healthy-idle-daemon.json` with an explicit request;
-//! - `probe` with the same request on the fake host (both queries, concurrently);
-//! - the floor: the same two fake tools spawned directly, one after the other;
-//! - `probe` on a fake host whose daemon writes a pid file (550+), where no `/proc` scan runs;
+//! - `probe` with the same request on each healthy host, with and without a daemon pid file
+//!   (550+ write one; without it, 470/535, the daemon is found by a `/proc` scan);
+//! - the floor of issue 25: `xtask/bench/floor.c`, a tiny C program making the probe's three
+//!   host queries one after the other, run as a whole process as `probe` is;
 //! - `probe --timeout-ms 1000` with both tools hung (`exec sleep 30`): one deadline, not two;
 //! - peak resident memory (`/usr/bin/time -f %M`) of `check`, `probe`, and `probe` while
-//!   `nvidia-smi` (then both tools) flood their output with `yes`.
+//!   `nvidia-smi` (then both tools) flood their output with `yes`;
+//! - `merge` of 1,024 and 10,000 rank manifests (issue 25).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,6 +31,7 @@ use serde_json::Value;
 
 mod concurrent;
 mod host;
+mod merge;
 mod report;
 
 use host::{Compiled, Host, Sandbox, daemon_script, find_program, floor, start_only, write_script};
@@ -68,19 +74,19 @@ const RATIO_TARGET: f64 = 1.15;
 const CHECK_TARGET: Duration = Duration::from_millis(3);
 const MEMORY_TARGET_KIB: u64 = 16 * 1024;
 
-/// `cargo xtask bench [--runs N]`.
+/// `cargo xtask bench [--concurrent] [--runs N] [--binary PATH]`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    // `--concurrent`: only the real-daemon concurrency section (issue 15).
-    let only_concurrent = args.first().is_some_and(|arg| arg == "--concurrent");
-    let runs = parse_runs(args.get(usize::from(only_concurrent)..).unwrap_or_default())?;
+    let options = parse_options(args)?;
     let metadata = super::layers::cargo_metadata()?;
     let root = PathBuf::from(json_str(&metadata, "workspace_root")?);
     let target = PathBuf::from(json_str(&metadata, "target_directory")?);
-    super::cargo(&["build", "--release", "-p", "mps-preflight"], &[])?;
-    let binary = target.join("release").join("mps-preflight");
-    if !binary.is_file() {
-        return Err(format!("no release binary at {}", binary.display()));
-    }
+    // `--binary`: a build of another kind (a static one, the `cargo xtask dist` artifact).
+    let binary = if let Some(binary) = options.binary {
+        binary
+    } else {
+        super::cargo(&["build", "--release", "-p", "mps-preflight"], &[])?;
+        target.join("release").join("mps-preflight")
+    };
     let sandbox = Sandbox::new()?;
     let sleep = find_program(&["/bin/sleep", "/usr/bin/sleep"])?;
     let yes = find_program(&["/usr/bin/yes", "/bin/yes"])?;
@@ -103,6 +109,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let flood_smi = sandbox.host("flood-smi", &flood_script, &daemon_script())?;
     let flood_both = sandbox.host("flood-both", &flood_script, &flood_script)?;
 
+    let (runs, only_concurrent) = (options.runs, options.only_concurrent);
     let bench = Bench { binary, root, runs };
     let mut report = Report::new(&bench);
     if only_concurrent {
@@ -113,22 +120,52 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     bench.whole_process(&hosts, &mut report)?;
     bench.hang(&hung, &mut report)?;
     bench.memory(healthy, &flood_smi, &flood_both, &mut report)?;
+    merge::measure(&bench.binary, &hosts.served, &mut report)?;
     concurrent::measure(&bench.binary, &mut report)?;
     report.line(&format!("\nload average at end: {}", load_average()));
     print!("{}", report.text);
     Ok(())
 }
 
-fn parse_runs(args: &[String]) -> Result<usize, String> {
-    match args {
-        [] => Ok(DEFAULT_RUNS),
-        [flag, value] if flag == "--runs" => value
-            .parse::<usize>()
-            .ok()
-            .filter(|runs| *runs > 0)
-            .ok_or_else(|| format!("--runs wants a positive integer, not {value:?}")),
-        _ => Err("usage: cargo xtask bench [--concurrent] [--runs N]".to_owned()),
+/// The command line of `cargo xtask bench`.
+#[derive(Debug, PartialEq)]
+struct Options {
+    /// `--concurrent`: only the real-daemon concurrency section (issue 15).
+    only_concurrent: bool,
+    runs: usize,
+    binary: Option<PathBuf>,
+}
+
+fn parse_options(args: &[String]) -> Result<Options, String> {
+    const USAGE: &str = "usage: cargo xtask bench [--concurrent] [--runs N] [--binary PATH]";
+    let mut options = Options {
+        only_concurrent: false,
+        runs: DEFAULT_RUNS,
+        binary: None,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--concurrent" => options.only_concurrent = true,
+            "--runs" => {
+                let value = args.next().ok_or(USAGE)?;
+                options.runs = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|runs| *runs > 0)
+                    .ok_or_else(|| format!("--runs wants a positive integer, not {value:?}"))?;
+            }
+            "--binary" => {
+                let path = PathBuf::from(args.next().ok_or(USAGE)?);
+                if !path.is_file() {
+                    return Err(format!("--binary: no file at {}", path.display()));
+                }
+                options.binary = Some(path);
+            }
+            _ => return Err(USAGE.to_owned()),
+        }
     }
+    Ok(options)
 }
 
 /// The compiled fake hosts of the whole-process measurements, and their floor.
@@ -413,11 +450,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_flag() {
-        assert_eq!(parse_runs(&[]), Ok(DEFAULT_RUNS));
-        assert_eq!(parse_runs(&["--runs".into(), "7".into()]), Ok(7));
-        assert!(parse_runs(&["--runs".into(), "0".into()]).is_err());
-        assert!(parse_runs(&["--runs".into(), "x".into()]).is_err());
-        assert!(parse_runs(&["--fast".into()]).is_err());
+    fn options() {
+        let parse = |args: &[&str]| {
+            parse_options(&args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>())
+        };
+        let default = Options {
+            only_concurrent: false,
+            runs: DEFAULT_RUNS,
+            binary: None,
+        };
+        assert_eq!(parse(&[]), Ok(Options { ..default }));
+        assert_eq!(parse(&["--runs", "7"]).map(|options| options.runs), Ok(7));
+        assert_eq!(
+            parse(&["--concurrent", "--runs", "2"])
+                .map(|options| (options.only_concurrent, options.runs)),
+            Ok((true, 2))
+        );
+        assert_eq!(
+            parse(&["--binary", "/bin/sh"]).map(|options| options.binary),
+            Ok(Some(PathBuf::from("/bin/sh")))
+        );
+        assert!(parse(&["--binary", "/no/such/file"]).is_err());
+        assert!(parse(&["--binary"]).is_err());
+        assert!(parse(&["--runs", "0"]).is_err());
+        assert!(parse(&["--runs", "x"]).is_err());
+        assert!(parse(&["--fast"]).is_err());
     }
 }

@@ -1,0 +1,125 @@
+"""Several builds of mps-preflight side by side in one run (issue 25, BENCHMARKS.md): each
+build's `probe` on the compiled fake hosts of `cargo xtask bench`, interleaved run by run with
+the floors, so that drift on a shared machine hits every column alike. A measurement, not a
+test.
+
+    python3 xtask/bench/compare.py [--runs N] LABEL=PATH [LABEL=PATH ...]
+
+Hosts: an idle daemon and a daemon serving server 4428, each without a pid file (the probe
+scans /proc, as on 470/535) and with one naming a live stand-in (550+). Floors (floor.c, a tiny
+C program run as a whole process): the two first-round queries alone (`floor, 2 queries`: the
+probe before issue 20's settings query), and with the settings query (`floor, 3 queries`).
+Every run must exit as expected. Prints each case's median and minimum in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PROBE = "probe --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp".split()
+SETTINGS = {
+    "idle": "get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n"
+    "get_default_active_thread_percentage\n",
+    "served": "get_default_active_thread_percentage\nget_server_status 4428\n"
+    "get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n"
+    "get_default_active_thread_percentage\n",
+}
+
+
+def build(root: Path) -> tuple[dict[str, Path], list[object]]:
+    """The four hosts under `root`, and what must stay alive while they are used."""
+    keep: list[object] = []
+    hosts = {}
+    for kind in ("idle", "served"):
+        tools = root / f"{kind}-tools"
+        flags = ["-DFAKE_IDLE"] if kind == "idle" else []
+        subprocess.run(["cc", "-O2", *flags, "-o", str(tools), str(REPO / "crates/mps-preflight-py/bench/fake_tools.c")], check=True)
+        for pid_file in (False, True):
+            host = root / (kind + ("-pid-file" if pid_file else ""))
+            (host / "bin").mkdir(parents=True)
+            (host / "pipe").mkdir()
+            for name in ("nvidia-smi", "nvidia-cuda-mps-control"):
+                shutil.copy(tools, host / "bin" / name)
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(str(host / "pipe" / "control"))
+            listener.listen()
+            keep.append(listener)
+            if pid_file:
+                stand_in = host / "nvidia-cuda-mps-control"
+                shutil.copy("/bin/sleep", stand_in)
+                daemon = subprocess.Popen([str(stand_in), "3600"], stdin=subprocess.DEVNULL)
+                keep.append(daemon)
+                (host / "pipe" / "nvidia-cuda-mps-control.pid").write_text(f"{daemon.pid}\n")
+            hosts[host.name] = host
+    subprocess.run(["cc", "-O2", "-o", str(root / "floor"), str(HERE / "floor.c")], check=True)
+    return hosts, keep
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("builds", nargs="+", help="LABEL=PATH")
+    args = parser.parse_args()
+    builds = [tuple(item.split("=", 1)) for item in args.builds]
+    root = Path(tempfile.mkdtemp(prefix="mps-preflight-compare-"))
+    keep: list[object] = []
+    try:
+        hosts, keep = build(root)
+        floor = str(root / "floor")
+
+        def tools(host: str) -> list[str]:
+            return [str(hosts[host] / "bin" / "nvidia-smi"), str(hosts[host] / "bin" / "nvidia-cuda-mps-control")]
+
+        cases = [
+            ("floor, 2 queries (served)", [floor, *tools("served")], "served", 0),
+            ("floor, 3 queries (idle)", [floor, *tools("idle"), SETTINGS["idle"]], "idle", 0),
+            ("floor, 3 queries (served)", [floor, *tools("served"), SETTINGS["served"]], "served", 0),
+            ("floor program alone", [floor], "idle", 2),
+        ]
+        for label, path in builds:
+            cases += [
+                (f"{label}: --version", [path, "--version"], "idle", 0),
+                (f"{label}: probe, idle, scan", [path, *PROBE], "idle", 0),
+                (f"{label}: probe, served, scan", [path, *PROBE], "served", 0),
+                (f"{label}: probe, idle, pid file", [path, *PROBE], "idle-pid-file", 0),
+                (f"{label}: probe, served, pid file", [path, *PROBE], "served-pid-file", 0),
+            ]
+        times: dict[str, list[float]] = {case[0]: [] for case in cases}
+        load = open("/proc/loadavg").read().split()[:3]
+        for run in range(args.runs + 3):
+            for name, argv, host, code in cases:
+                env = {"PATH": str(hosts[host] / "bin"), "CUDA_MPS_PIPE_DIRECTORY": str(hosts[host] / "pipe")}
+                started = time.perf_counter()
+                result = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                elapsed = time.perf_counter() - started
+                if result.returncode != code:
+                    raise SystemExit(f"{name}: exit {result.returncode}: {result.stderr[:400]!r}")
+                if run >= 3:
+                    times[name].append(elapsed * 1e3)
+        print(f"# {args.runs} interleaved runs each; load {' '.join(load)} at start, "
+              f"{' '.join(open('/proc/loadavg').read().split()[:3])} at end")
+        print("| case | median ms | min ms |\n|---|---:|---:|")
+        for name, samples in times.items():
+            print(f"| {name} | {statistics.median(samples):.3f} | {min(samples):.3f} |")
+    finally:
+        for item in keep:
+            if isinstance(item, subprocess.Popen):
+                item.kill()
+                item.wait()
+            elif isinstance(item, socket.socket):
+                item.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use sharing_policy::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts,
-    OsText, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
+    OsText, QueryRecord, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
@@ -91,13 +91,11 @@ pub fn read_host_name() -> OsText {
 
 /// Observes the host as `env` describes it, running queries through `runner`: the GPU table
 /// query and the daemon query concurrently, the control pipe and the pid file meanwhile; then
-/// the processes of the servers the daemon listed; then the settings query, and meanwhile the
-/// daemon's own process (through the pid file, or a bounded `/proc` scan when the pid file does
-/// not identify it).
+/// the processes of the servers the daemon listed, and the daemon's own process (through the
+/// pid file, or a bounded `/proc` scan when the pid file does not identify it).
 ///
-/// The scan runs beside the settings query rather than beside the first two queries (issue 25):
-/// there a core is idle while the daemon front-end answers, whereas the first round already
-/// keeps two children and their two runner threads busy, so a scan there lengthened it.
+/// The daemon query runs even when nothing is at the control path: it runs concurrently with
+/// the filesystem checks, and its record shows what a client would have met there.
 pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) -> HostFacts {
     let started = Instant::now();
     let mut facts = HostFacts::unobserved(std::env::consts::OS, env);
@@ -109,15 +107,23 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     let gpu = gpu_query(options.timeout);
     let daemon = daemon_query(&directory, &DAEMON_PROBE, options.timeout);
     let (root, deadline) = (&options.proc_root, started + options.timeout);
+    let mut search = None;
     std::thread::scope(|scope| {
         let gpu = Concurrent::start(scope, "gpu-query", || runner.run(&gpu));
         let daemon = Concurrent::start(scope, "daemon-query", || {
             run_retried(runner, &daemon, &DAEMON_RETRY)
         });
         facts.control_pipe = Some(observe_control_pipe(&facts.env));
+        // The daemon's process is looked for while the queries run, so a /proc scan costs
+        // no extra time when the queries take longer than it.
+        let early = observe_pid_file(&facts.env);
+        search = Some((
+            find_daemon(root, &early, options.scan_limit, deadline),
+            early,
+        ));
         facts.daemon_query = daemon.join();
-        // The pid file is read after the daemon query ended, so a daemon that died while it
-        // was being asked is not recorded as alive.
+        // The pid file's liveness is read after the daemon query ended, so a daemon that died
+        // while it was being asked is not recorded as alive.
         facts.pid_file = Some(observe_pid_file(&facts.env));
         facts.gpu_query = gpu.join();
     });
@@ -132,21 +138,16 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
             .map(|pid| observe_process(root, pid, false))
             .collect(),
     );
-    let settings = settings_query(&facts, deadline);
-    let (search, settings) = std::thread::scope(|scope| {
-        let settings = Concurrent::start(scope, "settings-query", || {
-            settings
-                .as_ref()
-                .map(|query| run_retried(runner, query, &DAEMON_RETRY))
-        });
-        let search = facts
-            .pid_file
-            .as_ref()
-            .map(|pid_file| find_daemon(root, pid_file, options.scan_limit, deadline));
-        (search, settings.join().flatten())
-    });
-    facts.daemon_process = search;
-    facts.settings_query = settings;
+    if let Some(pid_file) = &facts.pid_file {
+        // The early search stands unless the pid file changed its verdict meanwhile (a daemon
+        // that started or stopped during the query): then search again, after the fact.
+        let identified = sharing_policy::pid_file_daemon_pid;
+        facts.daemon_process = match search {
+            Some((search, early)) if identified(&early) == identified(pid_file) => Some(search),
+            _ => Some(find_daemon(root, pid_file, options.scan_limit, deadline)),
+        };
+    }
+    facts.settings_query = settings_query(&facts, runner, deadline);
     facts
 }
 
@@ -187,13 +188,18 @@ const SETTINGS_FLOOR: Duration = Duration::from_millis(500);
 /// Once the daemon answered live, the settings session the policy asks for
 /// ([`sharing_policy::settings_commands`]: each listed server's state, each GPU ordinal's
 /// default pinned-memory limit), within what is left of the probe's deadline.
-fn settings_query(facts: &HostFacts, deadline: Instant) -> Option<Query> {
+fn settings_query(
+    facts: &HostFacts,
+    runner: &dyn Runner,
+    deadline: Instant,
+) -> Option<QueryRecord> {
     let commands = sharing_policy::settings_commands(facts)?;
     let directory = facts.env.effective_pipe_directory();
     let left = deadline
         .saturating_duration_since(Instant::now())
         .max(SETTINGS_FLOOR);
-    Some(daemon_query(&directory, &commands, left))
+    let query = daemon_query(&directory, &commands, left);
+    Some(run_retried(runner, &query, &DAEMON_RETRY))
 }
 
 /// The host GPU table query: `nvidia-smi` with [`sharing_policy::GPU_QUERY_ARGS`]
@@ -240,7 +246,7 @@ pub fn read_env() -> EnvFacts {
 mod tests {
     use std::time::Duration;
 
-    use sharing_policy::{CapturedText, QueryOutcome, QueryRecord};
+    use sharing_policy::{CapturedText, QueryOutcome};
 
     use super::*;
     use crate::runner::MockRunner;

@@ -93,10 +93,10 @@ impl Runner for PyRunner {
     }
 }
 
-/// The reference's drop-in (issue 25). The reference calls `run_command` on the calling
-/// thread, one query after the other, and trusts it to honour the `timeout` it passes; so does
-/// this runner, which starts no thread (starting one and waking it across CPUs cost three times
-/// the reference's whole probe, BENCHMARKS.md). What it adds: a reply that comes back after the
+/// The reference's drop-in (issues 24 and 25). The reference calls `run_command` on the
+/// calling thread, one query after the other, and trusts it to honour the `timeout` it passes;
+/// so does this runner, which starts no thread (starting threads and waking them across CPUs
+/// made the drop-in 1.75 times slower than the reference, BENCHMARKS.md). What it adds: a reply that comes back after the
 /// deadline and its grace is recorded as timed out, never read; and an exception that is not
 /// an `Exception` (Ctrl-C's `KeyboardInterrupt`, `SystemExit`) is kept, no later query is
 /// made, and the caller raises it once the observation returns.

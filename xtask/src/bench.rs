@@ -25,7 +25,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -34,7 +34,10 @@ mod host;
 mod merge;
 mod report;
 
-use host::{Compiled, Host, Sandbox, daemon_script, find_program, floor, start_only, write_script};
+use host::{
+    Compiled, Host, Sandbox, daemon_script, find_program, floor, start_only, timed_output,
+    write_script,
+};
 use report::{Report, Stats, kib_to_mib, load_average, millis};
 
 /// Runs of each whole-process measurement when `--runs` is not given.
@@ -377,11 +380,7 @@ impl Bench {
     fn timed(&self, host: &Host, args: &[String], code: Option<i32>) -> Result<Duration, String> {
         let mut command = host.command(&self.binary);
         command.args(args);
-        let started = Instant::now();
-        let output = command
-            .output()
-            .map_err(|err| format!("cannot run {}: {err}", self.binary.display()))?;
-        let elapsed = started.elapsed();
+        let (elapsed, output) = timed_output(&mut command)?;
         expect_exit(&output, code, args)?;
         Ok(elapsed)
     }

@@ -6,7 +6,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The compiled fake tools and floor, built once per run with `cc -O2` (a shell script would
@@ -65,11 +65,7 @@ pub(super) fn floor(host: &Host, floor: &Path, settings_stdin: &str) -> Result<D
         .arg(host.bin.join("nvidia-cuda-mps-control"))
         .arg(settings_stdin)
         .stdin(Stdio::null());
-    let started = Instant::now();
-    let output = command
-        .output()
-        .map_err(|err| format!("cannot run {}: {err}", floor.display()))?;
-    let elapsed = started.elapsed();
+    let (elapsed, output) = timed_output(&mut command)?;
     if !output.status.success() {
         return Err(format!(
             "the floor program failed on the fake host: {}",
@@ -88,11 +84,7 @@ pub(super) fn daemon_script() -> String {
 pub(super) fn start_only(host: &Host, floor: &Path) -> Result<Duration, String> {
     let mut command = host.command(floor);
     command.stdin(Stdio::null());
-    let started = Instant::now();
-    let output = command
-        .output()
-        .map_err(|err| format!("cannot run {}: {err}", floor.display()))?;
-    let elapsed = started.elapsed();
+    let (elapsed, output) = timed_output(&mut command)?;
     if output.status.code() != Some(2) {
         return Err(format!(
             "the floor program without arguments exited {}",
@@ -100,6 +92,15 @@ pub(super) fn start_only(host: &Host, floor: &Path) -> Result<Duration, String> 
         ));
     }
     Ok(elapsed)
+}
+
+/// Runs `command` to its end, output read: its wall time, spawn to reaped, and its output.
+pub(super) fn timed_output(command: &mut Command) -> Result<(Duration, Output), String> {
+    let started = Instant::now();
+    let output = command
+        .output()
+        .map_err(|err| format!("cannot run {}: {err}", command.get_program().display()))?;
+    Ok((started.elapsed(), output))
 }
 
 pub(super) fn find_program(candidates: &[&str]) -> Result<PathBuf, String> {

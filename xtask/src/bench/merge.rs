@@ -6,11 +6,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::host::Host;
+use super::host::{Host, timed_output};
 use super::{REQUEST, Report, Stats};
 
 /// Rank counts and their targets.
@@ -105,11 +105,7 @@ fn write_ranks(dir: &Path, template: &Value, ranks: usize) -> Result<Vec<PathBuf
 fn merge(binary: &Path, host: &Host, files: &[PathBuf]) -> Result<Duration, String> {
     let mut command = host.command(binary);
     command.arg("merge").args(files);
-    let started = Instant::now();
-    let output = command
-        .output()
-        .map_err(|err| format!("cannot run {}: {err}", binary.display()))?;
-    let elapsed = started.elapsed();
+    let (elapsed, output) = timed_output(&mut command)?;
     if !output.status.success() {
         return Err(format!(
             "merge of {} manifests exited {}: {}",

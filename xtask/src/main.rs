@@ -48,8 +48,9 @@ const USAGE: &str = "usage: cargo xtask <ci|layers|deny|bench|fuzz|package|dist>
   layers  check that every crate depends only on the layers below it (ARCHITECTURE.md), that
           no Rust file is over 600 lines and that the render modules never name mps_host
   deny    cargo deny check bans licenses sources (installs cargo-deny when missing)
-  bench   whole-process timings and peak memory of the release binary on a fake host
-          (`--runs N`, default 50); not part of ci. See BENCHMARKS.md
+  bench   whole-process timings, ratios to the floor and peak memory of the release binary
+          on compiled fake hosts, merge at 1,024 and 10,000 ranks (`--runs N`, default 50;
+          `--binary PATH` for another build; needs cc); not part of ci. See BENCHMARKS.md
   fuzz    run each cargo-fuzz target (`--seconds N` each, default 600; optionally TARGET...)
           on a scratch copy of fuzz/seeds; installs cargo-fuzz when missing; not part of ci
   package cargo package --workspace (the library crates), then each .crate file's contents

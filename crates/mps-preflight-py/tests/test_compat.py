@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-import threading
 import time
 from types import SimpleNamespace
 from typing import Any

@@ -18,8 +18,9 @@ Behaviour follows this project (its deliberate fixes and key phrases); a rejecti
   two commands cannot tell (compute mode, driver version, the caller's and the servers' users,
   the daemon's scope) is unverified, as for a v1 snapshot; an empty server list proves a live
   daemon only with a live daemon pid file. What ``run_command`` returns is capped as a real
-  process's output; a call still running half a second past its deadline is recorded as timed
-  out.
+  process's output. It is called on the calling thread, as the reference calls it, and must keep
+  the deadline it is given (``subprocess.run`` does); an answer that comes back more than half a
+  second past it is recorded as timed out, never read.
 
 The evidence (:class:`CudaProcessSharingEvidence`, its ``to_dict()``, ``dataclasses.asdict``
 and :func:`apply_cuda_process_sharing_manifest`) has exactly the reference's 15 keys, in its

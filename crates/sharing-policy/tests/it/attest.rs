@@ -10,18 +10,11 @@ use sharing_policy::{
     client_query, parse_client_list, probe_stdin,
 };
 
+use crate::hosts::exited;
+
 pub(crate) const DIR: &str = "/tmp/nvidia-mps";
 pub(crate) const LEARNER: i64 = 4267;
 pub(crate) const COLLECTOR: i64 = 4281;
-
-fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
-    QueryOutcome::Exited {
-        code: Some(code),
-        signal: None,
-        stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-        stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
-    }
-}
 
 fn record(stdin: String, outcome: QueryOutcome) -> QueryRecord {
     QueryRecord {

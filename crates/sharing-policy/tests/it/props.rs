@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 use proptest::sample::select;
 use sharing_policy::{
-    CapturedText, Code, FileKind, HostFacts, OsText, QueryOutcome, Request, SCHEMA, SCHEMA_V1,
-    explain, listed_server_pids, observes_host, validate,
+    Code, FileKind, HostFacts, OsText, QueryOutcome, Request, SCHEMA, SCHEMA_V1, explain,
+    listed_server_pids, observes_host, validate,
 };
 
 use crate::hosts::{self};
@@ -32,14 +32,8 @@ pub(crate) fn healthy_bases() -> Vec<HostFacts> {
     bases
 }
 
-pub(crate) fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
-    QueryOutcome::Exited {
-        code: Some(code),
-        signal: None,
-        stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-        stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
-    }
-}
+/// The one builder, shared with the fixture tests (`props_*` import it from here).
+pub(crate) use crate::hosts::exited;
 
 /// Rebuilds every record that depends on the pipe directory, so the snapshot stays consistent.
 pub(crate) fn set_pipe_directory(facts: &mut HostFacts, directory: Option<OsText>) {

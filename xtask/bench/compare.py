@@ -8,13 +8,15 @@ test.
 Hosts: an idle daemon and a daemon serving server 4428, each without a pid file (the probe
 scans /proc, as on 470/535) and with one naming a live stand-in (550+). Floors (floor.c, a tiny
 C program run as a whole process): the two first-round queries alone (`floor, 2 queries`: the
-probe before issue 20's settings query), and with the settings query (`floor, 3 queries`).
+probe before issue 20's settings query), and with the settings query (`floor, 3 queries`, the
+session the newest build sends there, read from its `capture`).
 Every run must exit as expected. Prints each case's median and minimum in milliseconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -27,13 +29,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 PROBE = "probe --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp".split()
-SETTINGS = {
-    "idle": "get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n"
-    "get_default_active_thread_percentage\n",
-    "served": "get_default_active_thread_percentage\nget_server_status 4428\n"
-    "get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n"
-    "get_default_active_thread_percentage\n",
-}
 
 
 def build(root: Path) -> tuple[dict[str, Path], list[object]]:
@@ -65,6 +60,17 @@ def build(root: Path) -> tuple[dict[str, Path], list[object]]:
     return hosts, keep
 
 
+def settings_stdin(builds: list[tuple[str, str]], host: Path) -> str:
+    """The settings session the newest build sends on `host` (from its `capture`), for the
+    floor's third query; the builds are tried from the last, as old ones send none."""
+    env = {"PATH": str(host / "bin"), "CUDA_MPS_PIPE_DIRECTORY": str(host / "pipe")}
+    for _, path in reversed(builds):
+        snapshot = json.loads(subprocess.run([path, "capture"], env=env, capture_output=True, check=True).stdout)
+        if snapshot.get("settings_query"):
+            return str(snapshot["settings_query"]["stdin"])
+    raise SystemExit("no build records a settings query: the three-query floor has nothing to copy")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=100)
@@ -82,8 +88,8 @@ def main() -> None:
 
         cases = [
             ("floor, 2 queries (served)", [floor, *tools("served")], "served", 0),
-            ("floor, 3 queries (idle)", [floor, *tools("idle"), SETTINGS["idle"]], "idle", 0),
-            ("floor, 3 queries (served)", [floor, *tools("served"), SETTINGS["served"]], "served", 0),
+            ("floor, 3 queries (idle)", [floor, *tools("idle"), settings_stdin(builds, hosts["idle"])], "idle", 0),
+            ("floor, 3 queries (served)", [floor, *tools("served"), settings_stdin(builds, hosts["served"])], "served", 0),
             ("floor program alone", [floor], "idle", 2),
         ]
         for label, path in builds:

@@ -51,15 +51,6 @@ const SLOW_TIMEOUT_MS: u64 = 1000;
 
 /// One row of the v2 GPU query (issue 10), for the concurrency section's fake `nvidia-smi`.
 const GPU_ROW: &str = "Default, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
-/// What `probe` writes to the daemon front-end after the first round (sharing-policy's
-/// settings query, each answer followed by a liveness line) for `cuda:0` on a one-GPU host:
-/// with no server listed, the device's default pinned-memory limit; with server 4428 listed,
-/// its status first.
-const SETTINGS_STDIN_IDLE: &str = "get_default_active_thread_percentage\n\
-get_default_device_pinned_mem_limit 0\nget_default_active_thread_percentage\n";
-const SETTINGS_STDIN_SERVED: &str = "get_default_active_thread_percentage\nget_server_status 4428\n\
-get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n\
-get_default_active_thread_percentage\n";
 const FIXTURE: &str = "fixtures/hosts/healthy-idle-daemon.json";
 const REQUEST: [&str; 8] = [
     "--request",
@@ -199,6 +190,9 @@ impl Bench {
         let probe_args = probe_args(&[]);
         let version_args = vec!["--version".to_owned()];
         let floor_program = &hosts.compiled.floor;
+        // The floor's third query is the one this binary sends, read from its own capture.
+        let idle_settings = self.settings_stdin(&hosts.idle)?;
+        let served_settings = self.settings_stdin(&hosts.served)?;
         let measures: [(&str, Measure<'_>); 9] = [
             (
                 "check --snapshot healthy-idle-daemon.json",
@@ -210,7 +204,7 @@ impl Bench {
             ),
             (
                 "floor, idle daemon (3 queries)",
-                Box::new(|| floor(&hosts.idle, floor_program, SETTINGS_STDIN_IDLE)),
+                Box::new(|| floor(&hosts.idle, floor_program, &idle_settings)),
             ),
             (
                 "probe, daemon serving 4428, /proc scan",
@@ -222,7 +216,7 @@ impl Bench {
             ),
             (
                 "floor, daemon serving 4428 (3 queries)",
-                Box::new(|| floor(&hosts.served, floor_program, SETTINGS_STDIN_SERVED)),
+                Box::new(|| floor(&hosts.served, floor_program, &served_settings)),
             ),
             (
                 "  context: mps-preflight --version (start+exit)",
@@ -256,43 +250,7 @@ impl Bench {
         for ((label, _), stats) in measures.iter().zip(&stats) {
             report.row(label, stats);
         }
-        let median = |index: usize| stats.get(index).map(|stats| stats.median);
-        let (
-            Some(check),
-            Some(idle),
-            Some(idle_floor),
-            Some(served),
-            Some(pid_file),
-            Some(served_floor),
-        ) = (
-            median(0),
-            median(1),
-            median(2),
-            median(3),
-            median(4),
-            median(5),
-        )
-        else {
-            return Err("missing measurements".to_owned());
-        };
-        for (label, probe, floor) in [
-            ("idle, scan", idle, idle_floor),
-            ("serving, scan", served, served_floor),
-            ("serving, pid file", pid_file, served_floor),
-        ] {
-            let ratio = probe.as_secs_f64() / floor.as_secs_f64();
-            report.verdict(
-                &format!("probe / floor ({label}) = {ratio:.2}x"),
-                &format!("<= {RATIO_TARGET}x (medians)"),
-                ratio <= RATIO_TARGET,
-            );
-        }
-        report.verdict(
-            &format!("check median = {}", millis(check)),
-            &format!("< {}", millis(CHECK_TARGET)),
-            check < CHECK_TARGET,
-        );
-        Ok(())
+        whole_process_verdicts(&stats, report)
     }
 
     /// Both tools hung: the queries run concurrently, so `probe` should cost one deadline.
@@ -369,6 +327,26 @@ impl Bench {
         Ok(())
     }
 
+    /// What this binary writes to the daemon front-end after the first round on `host` (its
+    /// settings session: the GPU's default pinned-memory limit, and a listed server's status),
+    /// from the `settings_query` of its `capture` there.
+    fn settings_stdin(&self, host: &Host) -> Result<String, String> {
+        let args = ["capture".to_owned()];
+        let output = host
+            .command(&self.binary)
+            .args(&args)
+            .output()
+            .map_err(|err| format!("cannot run {}: {err}", self.binary.display()))?;
+        expect_exit(&output, Some(0), &args)?;
+        let snapshot: Value = serde_json::from_slice(&output.stdout)
+            .map_err(|err| format!("`capture` printed no JSON: {err}"))?;
+        snapshot
+            .pointer("/settings_query/stdin")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| "`capture` on the fake host recorded no settings query".to_owned())
+    }
+
     fn check_args(&self) -> Vec<String> {
         let fixture = self.root.join(FIXTURE).to_string_lossy().into_owned();
         let mut args = vec!["check".to_owned(), "--snapshot".to_owned(), fixture];
@@ -413,6 +391,48 @@ impl Bench {
             .find_map(|line| line.trim().parse::<u64>().ok())
             .ok_or_else(|| format!("/usr/bin/time wrote no peak: {text:?}"))
     }
+}
+
+/// The targets of the whole-process table, from its rows' medians (in `whole_process`'s
+/// order: check, idle probe and floor, serving probe, serving pid-file probe, serving floor).
+fn whole_process_verdicts(stats: &[Stats], report: &mut Report) -> Result<(), String> {
+    let median = |index: usize| stats.get(index).map(|stats| stats.median);
+    let (
+        Some(check),
+        Some(idle),
+        Some(idle_floor),
+        Some(served),
+        Some(pid_file),
+        Some(served_floor),
+    ) = (
+        median(0),
+        median(1),
+        median(2),
+        median(3),
+        median(4),
+        median(5),
+    )
+    else {
+        return Err("missing measurements".to_owned());
+    };
+    for (label, probe, floor) in [
+        ("idle, scan", idle, idle_floor),
+        ("serving, scan", served, served_floor),
+        ("serving, pid file", pid_file, served_floor),
+    ] {
+        let ratio = probe.as_secs_f64() / floor.as_secs_f64();
+        report.verdict(
+            &format!("probe / floor ({label}) = {ratio:.2}x"),
+            &format!("<= {RATIO_TARGET}x (medians)"),
+            ratio <= RATIO_TARGET,
+        );
+    }
+    report.verdict(
+        &format!("check median = {}", millis(check)),
+        &format!("< {}", millis(CHECK_TARGET)),
+        check < CHECK_TARGET,
+    );
+    Ok(())
 }
 
 fn probe_args(extra: &[&str]) -> Vec<String> {

@@ -15,6 +15,7 @@ use sharing_policy::{
 
 use crate::capture::{DEFAULT_SCAN_LIMIT, daemon_query, read_host_name};
 use crate::fs::observe_pid_file;
+use crate::lock::observe_daemon_lock;
 use crate::procfs::{SERVER_CAP, find_daemon, observe_caller, observe_client, observe_process};
 use crate::retried::run_retried;
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Runner};
@@ -167,7 +168,14 @@ fn observe_daemon(options: &AttestOptions, deadline: Instant) -> (PidFileFacts, 
         cuda_mps_log_directory: None,
     };
     let pid_file = observe_pid_file(&env);
-    let search = find_daemon(&options.proc_root, &pid_file, DEFAULT_SCAN_LIMIT, deadline);
+    let lock = observe_daemon_lock(&options.proc_root, &options.pipe_directory);
+    let search = find_daemon(
+        &options.proc_root,
+        &pid_file,
+        lock,
+        DEFAULT_SCAN_LIMIT,
+        deadline,
+    );
     (pid_file, search)
 }
 

@@ -8,11 +8,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sharing_policy::{
-    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, EnvFacts, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts,
-    OsText, QueryRecord, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
+    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearchMethod, EnvFacts, GPU_QUERY_ARGS,
+    GPU_QUERY_PROGRAM, HostFacts, OsText, QueryRecord, ReadOnlyCommand, probe_stdin,
+    retry::DAEMON_RETRY,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
+use crate::lock::observe_daemon_lock;
 use crate::procfs::{SERVER_CAP, find_daemon, observe_caller, observe_process};
 use crate::retried::run_retried;
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
@@ -117,8 +119,9 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         // The daemon's process is looked for while the queries run, so a /proc scan costs
         // no extra time when the queries take longer than it.
         let early = observe_pid_file(&facts.env);
+        let lock = observe_daemon_lock(root, &directory);
         search = Some((
-            find_daemon(root, &early, options.scan_limit, deadline),
+            find_daemon(root, &early, lock, options.scan_limit, deadline),
             early,
         ));
         facts.daemon_query = daemon.join();
@@ -139,12 +142,23 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
             .collect(),
     );
     if let Some(pid_file) = &facts.pid_file {
-        // The early search stands unless the pid file changed its verdict meanwhile (a daemon
-        // that started or stopped during the query): then search again, after the fact.
+        // The early search stands when the lock proved the daemon, or when the pid file kept
+        // its verdict meanwhile; otherwise (a daemon that started or stopped during the
+        // query) search again, after the fact.
         let identified = sharing_policy::pid_file_daemon_pid;
         facts.daemon_process = match search {
+            Some((search, _)) if search.method == DaemonSearchMethod::Lock => Some(search),
             Some((search, early)) if identified(&early) == identified(pid_file) => Some(search),
-            _ => Some(find_daemon(root, pid_file, options.scan_limit, deadline)),
+            _ => {
+                let lock = observe_daemon_lock(root, &directory);
+                Some(find_daemon(
+                    root,
+                    pid_file,
+                    lock,
+                    options.scan_limit,
+                    deadline,
+                ))
+            }
         };
     }
     facts.settings_query = settings_query(&facts, runner, deadline);

@@ -12,8 +12,8 @@ use std::time::Instant;
 use rustix::fs::{Mode, OFlags};
 
 use sharing_policy::{
-    CLIENT_ENVIRON_VARS, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch,
-    DaemonSearchMethod, OsText, PidFileFacts, ProcessFacts,
+    CLIENT_ENVIRON_VARS, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS,
+    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, OsText, PidFileFacts, ProcessFacts,
 };
 
 /// The most bytes of `/proc/<pid>/status` read (the `Uid:` line is near the top).
@@ -195,24 +195,36 @@ fn wanted_variables(environ: &[u8], wanted_vars: &[&str]) -> BTreeMap<String, Os
     wanted
 }
 
-/// Finds the control daemon's process: the pid file's PID when the validator's rule says it
-/// names a live control daemon (550+), else a scan of `root` for processes named
-/// [`DAEMON_COMM`], which stops after `limit` entries or at `deadline`.
+/// Finds the control daemon's process: the holder of the daemon's `lock` when the validator's
+/// rule says the lock proves one ([`sharing_policy::lock_holder_pid`]); else, recorded as
+/// witnesses only, the pid file's PID when it names a live control daemon (550+), or a scan of
+/// `root` for processes named [`DAEMON_COMM`], which stops after `limit` entries or at
+/// `deadline`. The lock is recorded in the search either way.
 pub fn find_daemon(
     root: &Path,
     pid_file: &PidFileFacts,
+    lock: DaemonLockFacts,
     limit: u64,
     deadline: Instant,
 ) -> DaemonSearch {
     let mut search = DaemonSearch {
         proc_root: OsText::from_bytes(root.as_os_str().as_encoded_bytes().to_vec()),
-        method: DaemonSearchMethod::PidFile,
+        method: DaemonSearchMethod::Lock,
         scanned: 0,
-        limit,
+        limit: 0,
         stopped: None,
         error: None,
         processes: Vec::new(),
+        lock: None,
     };
+    let holder = sharing_policy::lock_holder_pid(&lock);
+    search.lock = Some(lock);
+    if let Some(pid) = holder {
+        search.processes.push(observe_process(root, pid, true));
+        return search;
+    }
+    search.method = DaemonSearchMethod::PidFile;
+    search.limit = limit;
     if let Some(pid) = sharing_policy::pid_file_daemon_pid(pid_file) {
         search.limit = 0;
         search.processes.push(observe_process(root, pid, true));

@@ -1,6 +1,6 @@
 //! The null (unconfigured) request: best-effort evidence of ambient MPS state; never rejects.
 
-use crate::daemon::{self, DaemonStatus};
+use crate::daemon::DaemonStatus;
 use crate::device::parse_cuda_index;
 use crate::{Evidence, FileKind, HostFacts, OsText, Request, SCHEMAS_READ, gpu, served};
 
@@ -96,7 +96,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         evidence.default_active_thread_percentage =
             crate::limits::default_percentage(facts.daemon_query.as_ref());
     }
-    evidence.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
+    evidence.daemon_pid = served::pid_file_claim(facts);
 
     let text = gpu::host_text(facts.gpu_query.as_ref());
     let table = gpu::parse_table(&text);

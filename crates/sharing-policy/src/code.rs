@@ -65,6 +65,14 @@ pub enum Code {
     GpuOutsideDaemonScope,
     /// The client's mask is a non-zero index, which a scoped daemon renumbers (T5).
     DaemonIndexRemap,
+    /// Which process is the control daemon is not proven: no process visible here holds its
+    /// lock, or the holder runs as neither root nor the pipe directory's owner. Unverified: a
+    /// rejection only with `--require-verified`.
+    DaemonIdentityUnverified,
+    /// The pid file names another process than the one holding the daemon's lock (a stale or
+    /// planted pid file; it is not used). Unverified: a rejection only with
+    /// `--require-verified`.
+    DaemonPidFileDisagrees,
     /// The daemon's GPU scope could not be read (its environment, or the daemon itself, was
     /// not observable). Unverified: a rejection only with `--require-verified`.
     DaemonScopeUnverified,
@@ -94,7 +102,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 36] = [
+    pub const ALL: [Self; 38] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -121,6 +129,8 @@ impl Code {
         Self::DaemonAnswerUnrecognized,
         Self::GpuOutsideDaemonScope,
         Self::DaemonIndexRemap,
+        Self::DaemonIdentityUnverified,
+        Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
         Self::ServerOfAnotherUser,
         Self::ServerOwnerUnverified,
@@ -135,7 +145,9 @@ impl Code {
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 5] = [
+    pub const UNVERIFIABLE: [Self; 7] = [
+        Self::DaemonIdentityUnverified,
+        Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
         Self::ServerOwnerUnverified,
         Self::ComputeModeUnverified,
@@ -172,6 +184,8 @@ impl Code {
             Self::DaemonAnswerUnrecognized => "daemon-answer-unrecognized",
             Self::GpuOutsideDaemonScope => "gpu-outside-daemon-scope",
             Self::DaemonIndexRemap => "daemon-index-remap",
+            Self::DaemonIdentityUnverified => "daemon-identity-unverified",
+            Self::DaemonPidFileDisagrees => "daemon-pid-file-disagrees",
             Self::DaemonScopeUnverified => "daemon-scope-unverified",
             Self::ServerOfAnotherUser => "server-of-another-user",
             Self::ServerOwnerUnverified => "server-owner-unverified",
@@ -296,6 +310,12 @@ impl Code {
             }
             Self::DaemonIndexRemap => {
                 "A scoped daemon renumbers its GPUs from 0, so a client index other than 0 names a device that does not exist there (or another GPU); a UUID names the same GPU in both spaces."
+            }
+            Self::DaemonIdentityUnverified => {
+                "Only the lock the control daemon holds proves which process it is; a pid file, a process's name or its command line can be written by any local user, so the daemon's scope, user and multi-user mode are not proven."
+            }
+            Self::DaemonPidFileDisagrees => {
+                "The daemon's pid file is writable by every user (mode 0666) and outlives a killed daemon; one naming another process than the lock's holder is stale or planted, and a tool that trusts it would judge the wrong process."
             }
             Self::DaemonScopeUnverified => {
                 "Only the daemon's own environment shows which GPUs it serves; without it the scope is assumed, not proven."

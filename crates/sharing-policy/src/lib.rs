@@ -7,12 +7,14 @@ mod code;
 mod commands;
 mod daemon;
 mod daemon_args;
+mod daemon_identity;
 mod device;
 mod evidence;
 mod facts;
 mod finding;
 mod gpu;
 mod limits;
+mod lock;
 mod namespace;
 mod process;
 mod request;
@@ -47,8 +49,10 @@ pub use gpu::{
     GPU_QUERY_ARGS, HostTableError, REFERENCE_GPU_QUERY_ARGS, host_gpu_table, index_order_trusted,
 };
 pub use limits::{MemSize, Percentage};
+pub use lock::lock_holder_pid;
 pub use process::{
-    CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonSearch, DaemonSearchMethod, ProcessFacts,
+    CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonLockFacts, DaemonSearch,
+    DaemonSearchMethod, LockFileFacts, ProcessFacts,
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};

@@ -92,6 +92,9 @@ pub enum DaemonSearchMethod {
     /// No pid file identified it (470/535 write none): `/proc` was scanned for processes named
     /// [`DAEMON_COMM`].
     ProcScan,
+    /// The kernel's lock table named the process holding the write lock on
+    /// `<pipe directory>/control_lock`: only that PID was read.
+    Lock,
 }
 
 /// The search for the control daemon's process, and every candidate it recorded.
@@ -111,6 +114,50 @@ pub struct DaemonSearch {
     pub stopped: Option<String>,
     /// The OS error of reading `proc_root` itself, when it could not be listed.
     pub error: Option<String>,
-    /// The pid file's process, or every scanned process named [`DAEMON_COMM`] (capped).
+    /// The lock holder's process, the pid file's, or every scanned process named
+    /// [`DAEMON_COMM`] (capped).
     pub processes: Vec<ProcessFacts>,
+    /// The control daemon's lock file and the kernel's lock records on it (absent in
+    /// snapshots recorded before the daemon was identified by its lock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<DaemonLockFacts>,
+}
+
+/// `<pipe directory>/control_lock`, on which the control daemon holds a POSIX write lock for
+/// its whole life (docs/mps-daemon.md F10), and what the kernel's `/proc/locks` says of it.
+/// Raw: which process the lock proves is the validator's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DaemonLockFacts {
+    /// `<pipe directory>/control_lock`.
+    pub path: OsText,
+    /// `lstat` of it (never followed), when it succeeded.
+    pub file: Option<LockFileFacts>,
+    /// The OS error of `lstat`, when it failed.
+    pub file_error: Option<String>,
+    /// The owner of the pipe directory (`lstat`), when it could be read.
+    pub directory_uid: Option<u32>,
+    /// The lines of `<proc>/locks` that name the file's inode number, raw, in order (capped);
+    /// `None` when the file was not read.
+    pub locks: Option<Vec<String>>,
+    /// Why `<proc>/locks` was not read, or not read to its end.
+    pub locks_error: Option<String>,
+}
+
+/// What `lstat` says of the lock file: its kind and identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LockFileFacts {
+    /// `file`, `directory`, `symlink`, `fifo`, `socket`, `char_device`, `block_device`.
+    pub kind: String,
+    /// The major number of the device holding it (`/proc/locks` prints it in hex).
+    pub dev_major: u32,
+    /// The minor number of that device.
+    pub dev_minor: u32,
+    /// Its inode number.
+    pub ino: u64,
+    /// Its owner.
+    pub uid: u32,
 }

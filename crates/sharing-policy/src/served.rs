@@ -74,6 +74,21 @@ pub fn pid_file_daemon_pid(pid_file: &PidFileFacts) -> Option<i64> {
     daemon::daemon_pid(Some(pid_file))
 }
 
+/// The daemon PID the evidence may take from the pid file alone: none once the lock was
+/// observed (then only the process the lock proves is the daemon, and [`served_facts`] names
+/// it), the pid file's live control daemon in a snapshot recorded before that.
+pub(crate) fn pid_file_claim(facts: &HostFacts) -> Option<i64> {
+    let locked = facts
+        .daemon_process
+        .as_ref()
+        .is_some_and(|search| search.lock.is_some());
+    if locked {
+        None
+    } else {
+        daemon::daemon_pid(facts.pid_file.as_ref())
+    }
+}
+
 /// The effective UID of a `Uid:` line's text (real, effective, saved, filesystem).
 pub(crate) fn effective_uid(status_uid: &str) -> Option<u32> {
     let mut fields = status_uid.split_ascii_whitespace();
@@ -123,7 +138,7 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
         .collect()
 }
 
-fn read_error(process: &ProcessFacts, file: &str) -> String {
+pub(crate) fn read_error(process: &ProcessFacts, file: &str) -> String {
     process.errors.get(file).map_or_else(
         || format!("/proc/{}/{file} was not read", process.pid),
         |error| format!("/proc/{}/{file} could not be read: {error}", process.pid),
@@ -146,8 +161,23 @@ fn is_control_daemon(cmdline: &[OsText]) -> bool {
 /// its absence (`Some(false)`), or leaves it unknown.
 pub(crate) fn daemon_multiuser(daemon: &DaemonProcess<'_>) -> Option<bool> {
     match daemon {
-        DaemonProcess::Found(process) => process.cmdline.as_deref().and_then(is_multiuser),
+        DaemonProcess::Found(process) => multiuser_of(process),
         DaemonProcess::Unknown(_) => None,
+    }
+}
+
+/// Whether the daemon's process runs in multi-user mode: its command line says so and it runs
+/// as root. The real 535 and 550 daemons started with `-d -M` by another user exit 1 at once
+/// (docs/mps-daemon.md, "Identity"), so a non-root process whose argv reads `-M` is not a
+/// multi-user daemon; an unreadable owner leaves it unknown.
+pub(crate) fn multiuser_of(process: &ProcessFacts) -> Option<bool> {
+    match process.cmdline.as_deref().and_then(is_multiuser)? {
+        false => Some(false),
+        true => match process.status_uid.as_deref().map(effective_uid) {
+            Some(Some(0)) => Some(true),
+            Some(Some(_)) => Some(false),
+            _ => None,
+        },
     }
 }
 
@@ -160,7 +190,7 @@ pub(crate) fn is_multiuser(cmdline: &[OsText]) -> Option<bool> {
 
 /// Whether `cmdline`'s program is the control program (not a server, whose `comm` is the
 /// same `nvidia-cuda-mps`).
-fn is_control_program(cmdline: &[OsText]) -> bool {
+pub(crate) fn is_control_program(cmdline: &[OsText]) -> bool {
     cmdline.first().is_some_and(|program| {
         program.as_bytes().rsplit(|b| *b == b'/').next() == Some(DAEMON_QUERY_PROGRAM.as_bytes())
     })
@@ -199,6 +229,10 @@ pub(crate) fn identify_in<'a>(
             "the snapshot holds no observation of the daemon's process".to_owned(),
         );
     };
+    if let Some(lock) = &search.lock {
+        return crate::daemon_identity::by_lock(search, lock, pid_file);
+    }
+    // A snapshot recorded before the lock was observed: judged by its witnesses, as then.
     if search.method == DaemonSearchMethod::PidFile {
         let pid = daemon::daemon_pid(pid_file);
         return match search.processes.iter().find(|p| Some(p.pid) == pid) {
@@ -377,7 +411,7 @@ pub(crate) fn served_facts(
         .collect();
     if let DaemonProcess::Found(daemon) = identify(facts, pipe_directory) {
         served.daemon_pid = Some(daemon.pid);
-        served.daemon_multiuser = daemon.cmdline.as_deref().and_then(is_multiuser);
+        served.daemon_multiuser = multiuser_of(daemon);
         served.daemon_visible_devices = daemon
             .environ
             .as_ref()

@@ -4,11 +4,13 @@
 //!
 //! Each family of prerequisites has its own module, in the order of the walk: the request
 //! (`request`), the GPU identity (`identity`), the control pipe (`pipe`), the daemon's answer
-//! (`liveness`), then what "served" needs: the daemon's GPU scope (`scope`), the servers'
+//! (`liveness`), then what "served" needs: the daemon's identity (`daemon_identity`), its GPU
+//! scope (`scope`), the servers'
 //! owner (`owner`) and the GPU's compute mode (`compute`); last, what the processes will be
 //! served with (`limits`: the server's state, the daemon's defaults against stated minimums).
 
 mod compute;
+mod daemon_identity;
 mod identity;
 mod limits;
 mod liveness;
@@ -19,7 +21,6 @@ mod scope;
 
 use gpu_uuid::{GpuTableView, GpuUuid};
 
-use crate::daemon;
 use crate::gpu;
 use crate::served::{self, DaemonProcess, ServedFacts};
 use crate::text::clause;
@@ -276,7 +277,7 @@ fn check_host(
         return host;
     }
     host.server_pid = liveness::check(facts, &directory, pin, findings);
-    host.daemon_pid = daemon::daemon_pid(facts.pid_file.as_ref());
+    host.daemon_pid = served::pid_file_claim(facts);
     let (Some(gpu), Ok(table), false) = (pin, &table, findings.any()) else {
         return host;
     };
@@ -289,6 +290,10 @@ fn check_host(
         directory: &directory,
         daemon: served::identify(facts, directory.as_bytes()),
     };
+    daemon_identity::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
     scope::check(&context, &mut host.served, findings);
     if findings.settled() {
         return host;

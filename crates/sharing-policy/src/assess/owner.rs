@@ -3,7 +3,7 @@
 //! (docs/mps-daemon.md F17, T8).
 
 use super::{Context, Findings, Served};
-use crate::served::{self, DaemonProcess, Owner};
+use crate::served::{self, Owner};
 use crate::{Code, Finding};
 
 /// How to make the servers' owners readable.
@@ -16,10 +16,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     if pids.is_empty() {
         return; // an idle daemon: no server to queue behind
     }
-    let multiuser = match &context.daemon {
-        DaemonProcess::Found(daemon) => daemon.cmdline.as_deref().and_then(served::is_multiuser),
-        DaemonProcess::Unknown(_) => None,
-    };
+    let multiuser = served::daemon_multiuser(&context.daemon);
     if multiuser == Some(true) {
         return; // the evidence's daemon_multiuser says why
     }

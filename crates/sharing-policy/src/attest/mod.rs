@@ -294,13 +294,24 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
     // The daemon answered, but its pid file's PID is not running here (issue 20 part 2).
     let split = servers
         .is_ok()
-        .then(|| namespace::pid_file_split(facts.pid_file.as_ref()))
+        .then(|| {
+            crate::daemon_identity::lock_split(facts.daemon_process.as_ref())
+                .or_else(|| namespace::pid_file_split(facts.pid_file.as_ref()))
+        })
         .flatten();
     let seen = |client: &ClientFacts| match namespace::in_daemon_namespace(
         client,
         daemon_namespace,
         facts.observer_pid_namespace.as_deref(),
     ) {
+        // A PID given from the daemon's namespace need not exist in this one.
+        Ok(pid) if client.exists == Some(false) && split.is_some() => Seen::Unknown(Unproven {
+            code: AttestCode::PidNamespaceDiffers,
+            detail: format!(
+                "PID {pid} is not running in this PID namespace, and {}",
+                split.as_deref().unwrap_or_default()
+            ),
+        }),
         Ok(pid) => match (seen(pid, &servers, &listings), &split) {
             (Seen::NotListed, Some(detail)) => Seen::Unknown(Unproven {
                 code: AttestCode::PidNamespaceDiffers,
@@ -464,6 +475,13 @@ impl Context<'_> {
         verdict: &mut ProcessAttestation,
     ) -> (AttestCode, Option<LikelyCause>) {
         if let Some(code) = liveness(client) {
+            // Absent here while the daemon runs in another PID namespace: not known to have
+            // ended, only not visible from this one.
+            if let (true, Seen::Unknown(unproven)) = (client.exists == Some(false), seen)
+                && unproven.code == AttestCode::PidNamespaceDiffers
+            {
+                return (unproven.code, None);
+            }
             return (code, None);
         }
         match seen {

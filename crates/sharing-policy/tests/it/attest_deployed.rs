@@ -33,6 +33,7 @@ pub(crate) fn daemon(args: &[&str]) -> (PidFileFacts, DaemonSearch) {
         stopped: None,
         error: None,
         processes: vec![process],
+        lock: None,
     };
     (pid_file, search)
 }

@@ -79,6 +79,7 @@ pub(crate) fn fixtures() -> Vec<(&'static str, HostFacts)> {
             daemon_process(&["-d"], &[("CUDA_VISIBLE_DEVICES", H100_A)]),
             server,
         ],
+        lock: None,
     });
     out.push(("v2-proc-scan-535", scan));
 
@@ -98,6 +99,7 @@ pub(crate) fn fixtures() -> Vec<(&'static str, HostFacts)> {
         stopped: None,
         error: None,
         processes: vec![],
+        lock: None,
     });
     out.push(("v2-hidepid", hidden));
 

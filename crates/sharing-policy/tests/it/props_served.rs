@@ -40,6 +40,7 @@ fn make_served(f: &mut HostFacts) {
         stopped: None,
         error: None,
         processes: vec![daemon],
+        lock: None,
     });
     set_compute_mode(f, "Default");
 }
@@ -115,6 +116,38 @@ pub(crate) fn served_breakers() -> Vec<Breaker> {
                 let environ = daemon_environ(f);
                 environ.insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from("0"));
                 environ.insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
+            },
+        },
+        Breaker {
+            name: "no process visible here holds the daemon's lock, verification required",
+            code: Code::DaemonIdentityUnverified,
+            apply: |r, f, s| {
+                make_served(f);
+                r.require_verified = true;
+                let pipe = f.env.effective_pipe_directory();
+                let search = f.daemon_process.as_mut().unwrap();
+                // The look-alike the scan found stays a witness.
+                search.lock = Some(hosts::lock_held_by(&pipe, &[]));
+                if s % 2 == 1 {
+                    // The holder runs as another user than root or the directory's owner.
+                    let mut holder = search.processes[0].clone();
+                    holder.status_uid = Some("1001\t1001\t1001\t1001".to_owned());
+                    *search = hosts::by_lock(holder, hosts::lock_held_by(&pipe, &[2718]));
+                }
+            },
+        },
+        Breaker {
+            name: "the pid file names another process than the lock's holder, verification required",
+            code: Code::DaemonPidFileDisagrees,
+            apply: |r, f, s| {
+                make_served(f);
+                r.require_verified = true;
+                let pipe = f.env.effective_pipe_directory();
+                let daemon = f.daemon_process.as_ref().unwrap().processes[0].clone();
+                f.daemon_process =
+                    Some(hosts::by_lock(daemon, hosts::lock_held_by(&pipe, &[2718])));
+                let named = pick(&["4242", "1", "2719"], s);
+                f.pid_file = Some(hosts::pid_file(&f.env, named, true));
             },
         },
         Breaker {

@@ -37,6 +37,8 @@ fn key_phrase(code: Code) -> &'static str {
         }
         Code::GpuOutsideDaemonScope => "through the control daemon at",
         Code::DaemonIndexRemap => "renumbers the GPUs it serves",
+        Code::DaemonIdentityUnverified => "could not verify which process is the control daemon",
+        Code::DaemonPidFileDisagrees => "could not verify the control daemon's pid file",
         Code::DaemonScopeUnverified => "could not verify which GPUs",
         Code::ServerOfAnotherUser => "another user's MPS server",
         Code::ServerOwnerUnverified => "could not verify that the MPS servers",
@@ -113,6 +115,8 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "daemon-answer-unrecognized",
         "gpu-outside-daemon-scope",
         "daemon-index-remap",
+        "daemon-identity-unverified",
+        "daemon-pid-file-disagrees",
         "daemon-scope-unverified",
         "server-of-another-user",
         "server-owner-unverified",

@@ -1,0 +1,261 @@
+//! The control daemon's identity from its lock (docs/mps-daemon.md F10, "Identity"): the
+//! daemon holds a POSIX write lock on `<pipe directory>/control_lock` for its whole life, and
+//! the kernel's `/proc/locks` names the holder's PID. While it holds the lock no other process
+//! can take a conflicting one, so the holder is a fact only the daemon can produce, unlike a
+//! pid file (mode 0666), a process's name or its argv, which any local user can write.
+
+use crate::{DaemonLockFacts, LockFileFacts};
+
+/// What the lock proves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LockHolder {
+    /// The one process holding a POSIX write lock on the lock file's inode.
+    Proven(i64),
+    /// The lock file and the whole lock table were read, and no process visible here holds
+    /// the lock: the daemon is not running, or runs in another PID namespace (the kernel lists
+    /// only the locks of processes in the reader's). Why, in words.
+    NoneVisible(String),
+    /// Nothing is proven, and why.
+    NotProven(String),
+}
+
+/// One `/proc/locks` record: `1: POSIX  ADVISORY  WRITE 20836 fe:00:10146360 0 EOF`. A
+/// blocked waiter has `->` after the ordinal; it holds nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LockLine<'a> {
+    pub(crate) waiter: bool,
+    pub(crate) class: &'a str,
+    pub(crate) access: &'a str,
+    pub(crate) pid: i64,
+    pub(crate) dev_major: u32,
+    pub(crate) dev_minor: u32,
+    pub(crate) ino: u64,
+}
+
+/// Parses one line strictly, as `fs/locks.c` (`lock_get_status`) prints it: the ordinal and
+/// `:`, an optional `->`, the class (`POSIX`, `FLOCK`, `OFDLCK`, `DELEG`, `LEASE`, …), the
+/// mode (`ADVISORY`, `MANDATORY`, …), the access (`READ`, `WRITE`, `UNLCK`, …), the PID, the
+/// device's major and minor numbers in hex and the inode in decimal, then the range.
+pub(crate) fn parse_line(line: &str) -> Option<LockLine<'_>> {
+    let mut fields = line.split_ascii_whitespace();
+    let ordinal = fields.next()?.strip_suffix(':')?;
+    if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut class = fields.next()?;
+    let waiter = class == "->";
+    if waiter {
+        class = fields.next()?;
+    }
+    let _mode = fields.next()?;
+    let access = fields.next()?;
+    let pid = signed_decimal(fields.next()?)?;
+    let mut identity = fields.next()?.split(':');
+    let dev_major = u32::from_str_radix(hex(identity.next()?)?, 16).ok()?;
+    let dev_minor = u32::from_str_radix(hex(identity.next()?)?, 16).ok()?;
+    let ino = decimal(identity.next()?)?.parse().ok()?;
+    if identity.next().is_some() {
+        return None;
+    }
+    let (start, end) = (fields.next()?, fields.next()?);
+    decimal(start)?;
+    if end != "EOF" {
+        decimal(end)?;
+    }
+    if fields.next().is_some() {
+        return None;
+    }
+    Some(LockLine {
+        waiter,
+        class,
+        access,
+        pid,
+        dev_major,
+        dev_minor,
+        ino,
+    })
+}
+
+fn hex(text: &str) -> Option<&str> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit())).then_some(text)
+}
+
+fn decimal(text: &str) -> Option<&str> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then_some(text)
+}
+
+/// A PID as the kernel prints it: decimal, `-1` for an open-file-description lock.
+fn signed_decimal(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    decimal(digits)?;
+    text.parse().ok()
+}
+
+/// Whether `line` is a held POSIX write lock on `file`.
+fn holds_write_lock(line: &LockLine<'_>, file: &LockFileFacts) -> bool {
+    !line.waiter
+        && line.class == "POSIX"
+        && line.access == "WRITE"
+        && line.pid > 0
+        && (line.dev_major, line.dev_minor, line.ino) == (file.dev_major, file.dev_minor, file.ino)
+}
+
+/// The process the lock proves to be the control daemon, or why none is proven.
+pub(crate) fn holder(lock: &DaemonLockFacts) -> LockHolder {
+    let path = lock.path.to_string_lossy();
+    let Some(file) = &lock.file else {
+        let why = lock.file_error.as_deref().unwrap_or("it was not observed");
+        return LockHolder::NotProven(format!("the daemon's lock file {path} ({why})"));
+    };
+    if file.kind != "file" {
+        return LockHolder::NotProven(format!(
+            "the daemon's lock file {path} is a {}, not a regular file",
+            file.kind
+        ));
+    }
+    let Some(lines) = &lock.locks else {
+        let why = lock.locks_error.as_deref().unwrap_or("it was not read");
+        return LockHolder::NotProven(format!("the kernel's lock table was not read ({why})"));
+    };
+    if let Some(why) = &lock.locks_error {
+        return LockHolder::NotProven(format!(
+            "the kernel's lock table was not read to its end ({why})"
+        ));
+    }
+    let mut holders = Vec::new();
+    for line in lines {
+        let Some(parsed) = parse_line(line) else {
+            return LockHolder::NotProven(format!(
+                "a line of the kernel's lock table does not parse: {line:?}"
+            ));
+        };
+        if holds_write_lock(&parsed, file) && !holders.contains(&parsed.pid) {
+            holders.push(parsed.pid);
+        }
+    }
+    match holders.as_slice() {
+        [pid] => LockHolder::Proven(*pid),
+        [] => LockHolder::NoneVisible(format!(
+            "no process that this /proc can see holds the daemon's lock on {path} (the kernel lists only the locks of processes in the reader's PID namespace): the daemon is not running, or runs in another PID namespace"
+        )),
+        many => LockHolder::NotProven(format!(
+            "{} processes hold a write lock on {path} (PIDs {})",
+            many.len(),
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The PID the lock proves to be the control daemon, when it proves one: `mps-host` calls this
+/// to know which process to read, so the decision stays here.
+pub fn lock_holder_pid(lock: &DaemonLockFacts) -> Option<i64> {
+    match holder(lock) {
+        LockHolder::Proven(pid) => Some(pid),
+        LockHolder::NoneVisible(_) | LockHolder::NotProven(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::OsText;
+
+    fn file(ino: u64) -> LockFileFacts {
+        LockFileFacts {
+            kind: "file".to_owned(),
+            dev_major: 0xfe,
+            dev_minor: 0,
+            ino,
+            uid: 0,
+        }
+    }
+
+    fn lock(lines: &[&str]) -> DaemonLockFacts {
+        DaemonLockFacts {
+            path: OsText::from("/tmp/nvidia-mps/control_lock"),
+            file: Some(file(10_146_360)),
+            file_error: None,
+            directory_uid: Some(0),
+            locks: Some(lines.iter().map(|l| (*l).to_owned()).collect()),
+            locks_error: None,
+        }
+    }
+
+    /// The line the real 535 daemon's lock shows (`-d`, no GPU).
+    const REAL: &str = "1: POSIX  ADVISORY  WRITE 20836 fe:00:10146360 0 EOF";
+
+    #[test]
+    fn the_real_daemons_line_proves_its_pid() {
+        assert_eq!(holder(&lock(&[REAL])), LockHolder::Proven(20836));
+        let parsed = parse_line(REAL).unwrap();
+        assert_eq!((parsed.dev_major, parsed.dev_minor), (0xfe, 0));
+    }
+
+    #[test]
+    fn waiters_flock_ofd_read_and_other_inodes_prove_nothing() {
+        for line in [
+            "1: -> POSIX  ADVISORY  WRITE 999 fe:00:10146360 0 EOF",
+            "1: FLOCK  ADVISORY  WRITE 999 fe:00:10146360 0 EOF",
+            "1: OFDLCK ADVISORY  WRITE -1 fe:00:10146360 0 EOF",
+            "1: POSIX  ADVISORY  READ 999 fe:00:10146360 0 EOF",
+            "1: POSIX  ADVISORY  WRITE 999 fe:01:10146360 0 EOF",
+            "1: POSIX  ADVISORY  WRITE 999 fe:00:1014636 0 EOF",
+        ] {
+            assert!(
+                matches!(holder(&lock(&[line])), LockHolder::NoneVisible(_)),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            holder(&lock(&[
+                "1: FLOCK  ADVISORY  WRITE 999 fe:00:10146360 0 EOF",
+                REAL
+            ])),
+            LockHolder::Proven(20836)
+        );
+    }
+
+    #[test]
+    fn anything_unreadable_or_odd_is_not_proven() {
+        let mut symlink = lock(&[REAL]);
+        symlink.file.as_mut().unwrap().kind = "symlink".to_owned();
+        let mut cut = lock(&[REAL]);
+        cut.locks_error = Some("longer than 4194304 bytes".to_owned());
+        let mut unread = lock(&[REAL]);
+        unread.locks = None;
+        let mut absent = lock(&[REAL]);
+        absent.file = None;
+        let garbled = lock(&[REAL, "2: POSIX ADVISORY WRITE x fe:00:10146360 0 EOF"]);
+        let two = lock(&[REAL, "2: POSIX ADVISORY WRITE 7 fe:00:10146360 0 EOF"]);
+        for facts in [symlink, cut, unread, absent, garbled, two] {
+            assert!(
+                matches!(holder(&facts), LockHolder::NotProven(_)),
+                "{facts:?}"
+            );
+        }
+        for nothing in [
+            lock(&[]),
+            lock(&["1: POSIX  ADVISORY  WRITE 5 fe:00:99 0 EOF"]),
+        ] {
+            assert!(matches!(holder(&nothing), LockHolder::NoneVisible(_)));
+        }
+    }
+
+    #[test]
+    fn strict_parsing() {
+        for line in [
+            "",
+            "1 POSIX ADVISORY WRITE 1 fe:00:1 0 EOF",
+            "1: POSIX ADVISORY WRITE 1 fe:00:1 0",
+            "1: POSIX ADVISORY WRITE 1 fe:00:1 0 EOF x",
+            "1: POSIX ADVISORY WRITE 1 fe:00:1:2 0 EOF",
+            "1: POSIX ADVISORY WRITE 1 zz:00:1 0 EOF",
+            "1: POSIX ADVISORY WRITE +1 fe:00:1 0 EOF",
+        ] {
+            assert_eq!(parse_line(line), None, "{line:?}");
+        }
+    }
+}

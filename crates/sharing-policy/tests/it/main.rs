@@ -16,6 +16,7 @@ mod attest_deployed;
 mod changes;
 mod details;
 mod fixtures;
+mod forged_identity;
 mod hosts;
 mod hosts_committed;
 mod hosts_deployed;

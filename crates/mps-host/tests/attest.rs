@@ -13,11 +13,13 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{fake_program, runner_in, short_tempdir};
+use common::{fake_lock, fake_program, runner_in, short_tempdir};
 use mps_host::{AttestOptions, observe_attest_with};
 use sharing_policy::{AttestCode, LikelyCause, OsText, Pid, attest};
 
-const PIPE: &str = "/run/test-mps";
+/// A real directory, so that the daemon's lock file can be in it (created by [`fake_lock`],
+/// never replaced).
+const PIPE: &str = "/tmp/mps-preflight-test-mps";
 
 /// `root/<pid>/{status,environ}` (`environ: None` leaves it unreadable: a directory).
 fn fake_client(root: &Path, pid: u32, uid: u32, state: &str, environ: Option<&[&str]>) {
@@ -70,7 +72,7 @@ fn observe(root: &Path, bin: &Path) -> sharing_policy::Attestation {
 
 const OUR_ENV: &[&str] = &[
     "HOME=/root",
-    "CUDA_MPS_PIPE_DIRECTORY=/run/test-mps",
+    "CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-preflight-test-mps",
     "CUDA_VISIBLE_DEVICES=GPU-1",
 ];
 
@@ -146,16 +148,17 @@ fn a_server_of_another_uid_and_an_unreadable_environment() {
     assert_eq!(attestation.collector.code, AttestCode::NotRunning);
 }
 
-/// `root/<pid>` of a control daemon found by the `/proc` scan: comm, cmdline and environ.
+/// `root/<pid>` of the control daemon: comm, cmdline and environ, and the lock it holds.
 fn fake_daemon_process(root: &Path, pid: u32, args: &[&str]) {
     fake_client(
         root,
         pid,
         0,
         "S (sleeping)",
-        Some(&["CUDA_MPS_PIPE_DIRECTORY=/run/test-mps"]),
+        Some(&["CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-preflight-test-mps"]),
     );
     let dir = root.join(pid.to_string());
+    fake_lock(root, Path::new(PIPE), i64::from(pid));
     std::fs::write(dir.join("comm"), "nvidia-cuda-mps\n").unwrap();
     let cmdline = std::iter::once("nvidia-cuda-mps-control")
         .chain(args.iter().copied())

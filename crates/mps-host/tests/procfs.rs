@@ -16,10 +16,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::daemon::os_text;
-use common::{fake_program, short_tempdir};
-use mps_host::{ProbeOptions, ProcessRunner, capture_with, find_daemon, observe_process};
+use common::{fake_lock, fake_program, short_tempdir};
+use mps_host::{
+    ProbeOptions, ProcessRunner, capture_with, find_daemon, observe_daemon_lock, observe_process,
+};
 use sharing_policy::{
-    CapturedText, Code, DaemonSearchMethod, EnvFacts, OsText, PidFileFacts, Request, validate,
+    CapturedText, Code, DaemonLockFacts, DaemonSearchMethod, EnvFacts, OsText, PidFileFacts, Request, validate,
 };
 
 /// Writes `root/<pid>/{status,comm,cmdline,environ}`; `None` leaves a file out.
@@ -48,6 +50,12 @@ fn fake_process(
     if let Some(environ) = environ {
         std::fs::write(dir.join("environ"), nul(environ)).unwrap();
     }
+}
+
+/// The lock of a pipe directory that does not exist: it proves no daemon, so the search falls
+/// back to its witnesses.
+fn no_lock() -> DaemonLockFacts {
+    observe_daemon_lock(Path::new("/proc"), &OsText::from("/nonexistent/pipe"))
 }
 
 fn no_pid_file() -> PidFileFacts {
@@ -90,7 +98,7 @@ fn a_scan_records_every_daemon_named_process_with_its_raw_facts() {
     fake_process(root.path(), 1, 0, "systemd", Some(&["/sbin/init"]), None);
     std::fs::create_dir(root.path().join("self")).unwrap();
 
-    let search = find_daemon(root.path(), &no_pid_file(), 1000, later());
+    let search = find_daemon(root.path(), &no_pid_file(), no_lock(), 1000, later());
 
     assert_eq!(search.method, DaemonSearchMethod::ProcScan);
     assert_eq!(search.scanned, 4);
@@ -160,7 +168,7 @@ fn a_pid_file_daemon_is_read_without_a_scan() {
         process_name: Some("nvidia-cuda-mps".to_owned()),
         ..no_pid_file()
     };
-    let search = find_daemon(root.path(), &pid_file, 1000, later());
+    let search = find_daemon(root.path(), &pid_file, no_lock(), 1000, later());
     assert_eq!(search.method, DaemonSearchMethod::PidFile);
     assert_eq!(search.scanned, 0);
     assert_eq!(search.processes.len(), 1);
@@ -179,16 +187,16 @@ fn a_scan_of_ten_thousand_entries_stops_at_its_bounds() {
     for pid in 1..=10_000 {
         std::fs::create_dir(root.path().join(pid.to_string())).unwrap();
     }
-    let bounded = find_daemon(root.path(), &no_pid_file(), 1000, later());
+    let bounded = find_daemon(root.path(), &no_pid_file(), no_lock(), 1000, later());
     assert_eq!(bounded.scanned, 1000);
     assert_eq!(bounded.stopped.as_deref(), Some("limit"));
-    let full = find_daemon(root.path(), &no_pid_file(), 65_536, later());
+    let full = find_daemon(root.path(), &no_pid_file(), no_lock(), 65_536, later());
     assert_eq!(full.scanned, 10_000);
     assert_eq!(full.stopped, None);
-    let late = find_daemon(root.path(), &no_pid_file(), 65_536, Instant::now());
+    let late = find_daemon(root.path(), &no_pid_file(), no_lock(), 65_536, Instant::now());
     assert_eq!(late.scanned, 0);
     assert_eq!(late.stopped.as_deref(), Some("deadline"));
-    let missing = find_daemon(&root.path().join("nope"), &no_pid_file(), 10, later());
+    let missing = find_daemon(&root.path().join("nope"), &no_pid_file(), no_lock(), 10, later());
     assert!(missing.error.is_some());
 }
 
@@ -225,6 +233,7 @@ fn served_capture_in_state(
         std::fs::create_dir(sub).unwrap();
     }
     let _socket = UnixListener::bind(pipe.join("control")).unwrap();
+    fake_lock(&proc, &pipe, 2718);
     fake_program(
         &bin,
         "nvidia-smi",
@@ -295,7 +304,7 @@ fn fake_proc_and_fake_tools_decide_each_served_rule() {
     let served = served_capture(&["-d"], GPU_A, ours, "Exclusive_Process");
     assert_eq!(
         served.daemon_process.as_ref().unwrap().method,
-        DaemonSearchMethod::ProcScan
+        DaemonSearchMethod::Lock
     );
     let evidence = validate(&strict, &served).unwrap();
     assert_eq!(evidence.unverified, []);

@@ -301,14 +301,17 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
 
     let facts = capture_with_mask(&daemon, None);
 
-    // 550 names the daemon in its pid file; 535 writes none, so /proc was scanned.
+    // The real daemon (535 and 550, `-d`) holds the POSIX write lock on control_lock, and the
+    // kernel's lock table names its PID: the daemon is proven without the pid file or a scan.
     let search = facts.daemon_process.as_ref().unwrap();
-    let expected = if facts.pid_file.as_ref().unwrap().contents.is_some() {
-        DaemonSearchMethod::PidFile
-    } else {
-        DaemonSearchMethod::ProcScan
-    };
-    assert_eq!(search.method, expected, "{search:?}");
+    assert_eq!(search.method, DaemonSearchMethod::Lock, "{search:?}");
+    let lock = search.lock.as_ref().unwrap();
+    let lines = lock.locks.as_ref().unwrap();
+    assert_eq!(lines.len(), 1, "{lock:?}");
+    assert!(
+        lines[0].contains(&format!("POSIX  ADVISORY  WRITE {} ", daemon.pid)),
+        "{lock:?}"
+    );
     let evidence = validate(&strict(&request), &facts).unwrap();
     assert_eq!(evidence.unverified, [], "{evidence:?}");
     // Issue 20: the settings session asked each GPU ordinal's default pinned-memory limit;

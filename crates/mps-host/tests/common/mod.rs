@@ -152,3 +152,26 @@ pub(crate) fn output_when_not_busy(
     }
     output
 }
+
+/// A fake host's daemon lock, as the kernel would show it: a real `control_lock` in `pipe`
+/// (created if absent, never replaced, so its inode stays), and `<proc_root>/locks` whose one
+/// line says `holder` holds a POSIX write lock on it, in `/proc/locks`' format.
+#[allow(dead_code, reason = "not every test binary fakes a lock")]
+pub(crate) fn fake_lock(proc_root: &Path, pipe: &Path, holder: i64) {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::create_dir_all(pipe).unwrap();
+    let lock = pipe.join("control_lock");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&lock)
+        .unwrap();
+    let meta = std::fs::metadata(&lock).unwrap();
+    let line = format!(
+        "1: POSIX  ADVISORY  WRITE {holder} {:02x}:{:02x}:{} 0 EOF\n",
+        rustix::fs::major(meta.dev()),
+        rustix::fs::minor(meta.dev()),
+        meta.ino()
+    );
+    std::fs::write(proc_root.join("locks"), line).unwrap();
+}

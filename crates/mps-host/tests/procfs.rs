@@ -21,7 +21,8 @@ use mps_host::{
     ProbeOptions, ProcessRunner, capture_with, find_daemon, observe_daemon_lock, observe_process,
 };
 use sharing_policy::{
-    CapturedText, Code, DaemonLockFacts, DaemonSearchMethod, EnvFacts, OsText, PidFileFacts, Request, validate,
+    CapturedText, Code, DaemonLockFacts, DaemonSearchMethod, EnvFacts, OsText, PidFileFacts,
+    Request, validate,
 };
 
 /// Writes `root/<pid>/{status,comm,cmdline,environ}`; `None` leaves a file out.
@@ -193,10 +194,22 @@ fn a_scan_of_ten_thousand_entries_stops_at_its_bounds() {
     let full = find_daemon(root.path(), &no_pid_file(), no_lock(), 65_536, later());
     assert_eq!(full.scanned, 10_000);
     assert_eq!(full.stopped, None);
-    let late = find_daemon(root.path(), &no_pid_file(), no_lock(), 65_536, Instant::now());
+    let late = find_daemon(
+        root.path(),
+        &no_pid_file(),
+        no_lock(),
+        65_536,
+        Instant::now(),
+    );
     assert_eq!(late.scanned, 0);
     assert_eq!(late.stopped.as_deref(), Some("deadline"));
-    let missing = find_daemon(&root.path().join("nope"), &no_pid_file(), no_lock(), 10, later());
+    let missing = find_daemon(
+        &root.path().join("nope"),
+        &no_pid_file(),
+        no_lock(),
+        10,
+        later(),
+    );
     assert!(missing.error.is_some());
 }
 

@@ -42,10 +42,16 @@ fn two_gpus(daemon: &Daemon) {
 fn lookalike_program(dir: &Path) -> PathBuf {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let source = dir.join("lookalike.c");
-    std::fs::write(&source, "#include <unistd.h>\nint main(void) { pause(); return 0; }\n")
-        .unwrap();
+    std::fs::write(
+        &source,
+        "#include <unistd.h>\nint main(void) { pause(); return 0; }\n",
+    )
+    .unwrap();
     let program = dir.join("nvidia-cuda-mps-control");
-    #[allow(clippy::disallowed_methods, reason = "test harness: builds the look-alike")]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test harness: builds the look-alike"
+    )]
     let status = Command::new("cc")
         .arg("-o")
         .arg(&program)
@@ -128,16 +134,28 @@ fn a_lookalike_and_a_forged_pid_file_never_become_the_daemon() {
         }
         let facts = common::capture_on(daemon.env(), &daemon.options(Duration::from_secs(10)));
         let search = facts.daemon_process.as_ref().unwrap();
-        assert_eq!(search.method, DaemonSearchMethod::Lock, "{attack}: {search:?}");
+        assert_eq!(
+            search.method,
+            DaemonSearchMethod::Lock,
+            "{attack}: {search:?}"
+        );
         assert_eq!(search.processes.len(), 1, "{attack}");
         assert_eq!(search.processes[0].pid, real, "{attack}");
 
         let evidence = validate(&request, &facts).unwrap();
         assert_eq!(evidence.daemon_pid, Some(real), "{attack}");
         assert_eq!(evidence.daemon_multiuser, Some(false), "{attack}");
-        assert_eq!(evidence.daemon_visible_devices.as_deref(), Some(GPU_A), "{attack}");
+        assert_eq!(
+            evidence.daemon_visible_devices.as_deref(),
+            Some(GPU_A),
+            "{attack}"
+        );
         let disagrees = evidence.unverified.contains(&Code::DaemonPidFileDisagrees);
-        assert_eq!(disagrees, script == Some(forged.as_str()), "{attack}: {evidence:?}");
+        assert_eq!(
+            disagrees,
+            script == Some(forged.as_str()),
+            "{attack}: {evidence:?}"
+        );
         let json = serde_json::to_string(&evidence).unwrap();
         assert!(!json.contains(&format!(":{fake},")), "{attack}: {json}");
 
@@ -171,7 +189,9 @@ fn without_the_lock_in_sight_the_daemon_facts_are_unverified() {
     assert_eq!(evidence.daemon_pid, None);
     assert_eq!(evidence.daemon_visible_devices, None);
     assert!(
-        evidence.unverified.contains(&Code::DaemonIdentityUnverified),
+        evidence
+            .unverified
+            .contains(&Code::DaemonIdentityUnverified),
         "{evidence:?}"
     );
     let strict = Request {
@@ -179,5 +199,9 @@ fn without_the_lock_in_sight_the_daemon_facts_are_unverified() {
         ..request
     };
     let rejection = validate(&strict, &facts).unwrap_err();
-    assert_eq!(rejection.code(), Code::DaemonIdentityUnverified, "{rejection}");
+    assert_eq!(
+        rejection.code(),
+        Code::DaemonIdentityUnverified,
+        "{rejection}"
+    );
 }

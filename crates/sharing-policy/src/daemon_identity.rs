@@ -52,24 +52,16 @@ pub(crate) fn by_lock<'a>(
     }
 }
 
-/// What the witnesses named, for the reason of an unproven identity.
+/// What the pid file named, for the reason of an unproven identity (no PID: it is the
+/// witness's claim). A `/proc` scan's finds are not named: they change from one probe to the
+/// next, and prove no more.
 fn witnesses(search: &DaemonSearch, pid_file: Option<&PidFileFacts>) -> String {
-    let named: Vec<String> = search
-        .processes
-        .iter()
-        .map(|process| process.pid.to_string())
-        .collect();
-    match (search.method, named.as_slice()) {
-        (_, []) => String::new(),
-        (DaemonSearchMethod::PidFile, _) => format!(
-            " (the pid file {} names PID {}; a pid file is not proof, and it is not used)",
-            pid_file.map_or_else(String::new, |file| file.path.to_string_lossy()),
-            named.join(", ")
+    match (search.method, search.processes.is_empty(), pid_file) {
+        (DaemonSearchMethod::PidFile, false, Some(file)) => format!(
+            " (the pid file {} names a process; a pid file is not proof, and it is not used)",
+            file.path.to_string_lossy()
         ),
-        _ => format!(
-            " (a scan of /proc found processes named like the daemon, PIDs {}; a process's name and command line are not proof, and they are not used)",
-            named.join(", ")
-        ),
+        _ => String::new(),
     }
 }
 

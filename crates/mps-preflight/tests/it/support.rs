@@ -332,17 +332,18 @@ impl FakeHost {
         self
     }
 
-    /// A live process named like the control daemon, and a pid file naming it.
+    /// A live process named like the control daemon that holds the daemon's POSIX write lock
+    /// on `<pipe>/control_lock`, as the real daemon does, and a pid file naming it.
     pub(crate) fn live_daemon_pid(&mut self) -> u32 {
         let daemon_dir = self.dir.path().join("daemon");
         fs::create_dir_all(&daemon_dir).expect("daemon dir");
         let program = daemon_dir.join("nvidia-cuda-mps-control");
-        write_executable(&program, |program| {
-            fs::copy(system_program("sleep"), program).expect("copy sleep");
-        });
-        let child = spawn(Command::new(&program).arg("600").stdin(Stdio::null()));
+        compile_lock_holder(&program);
+        let lock = self.pipe.join("control_lock");
+        let child = spawn(Command::new(&program).arg(&lock).stdin(Stdio::null()));
         let pid = child.id();
         self.daemon = Some(child);
+        wait_for_lock(pid);
         fs::write(
             self.pipe.join("nvidia-cuda-mps-control.pid"),
             pid.to_string(),
@@ -517,4 +518,45 @@ pub(crate) fn not_utf8(prefix: &str) -> OsString {
     let mut bytes = prefix.as_bytes().to_vec();
     bytes.extend_from_slice(b"\xff\xfe");
     OsStr::from_bytes(&bytes).to_owned()
+}
+
+/// A C program that takes a POSIX write lock on the whole file named by its argument (created
+/// 0666 if absent), as the control daemon holds `control_lock`, then waits for a signal.
+const LOCK_HOLDER_C: &str = "#include <fcntl.h>\n#include <unistd.h>\n\
+int main(int argc, char **argv) {\n\
+  if (argc < 2) return 2;\n\
+  int fd = open(argv[1], O_RDWR | O_CREAT | O_CLOEXEC, 0666);\n\
+  struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };\n\
+  if (fd < 0 || fcntl(fd, F_SETLKW, &lock) != 0) return 1;\n\
+  pause();\n\
+  return 0;\n\
+}\n";
+
+/// Compiles [`LOCK_HOLDER_C`] to `program` with the system's C compiler.
+fn compile_lock_holder(program: &Path) {
+    let source = program.with_extension("c");
+    fs::write(&source, LOCK_HOLDER_C).expect("write the lock holder's source");
+    let status = Command::new("cc")
+        .arg("-o")
+        .arg(program)
+        .arg(&source)
+        .status()
+        .expect("a C compiler (cc) builds the fake daemon");
+    assert!(status.success(), "cc failed on the lock holder");
+}
+
+/// Waits (5 s at most) until `/proc/locks` shows a POSIX write lock held by `pid`.
+fn wait_for_lock(pid: u32) {
+    let held = format!(" WRITE {pid} ");
+    for _ in 0..500 {
+        let locks = fs::read_to_string("/proc/locks").unwrap_or_default();
+        if locks
+            .lines()
+            .any(|line| line.contains("POSIX") && line.contains(&held))
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the fake daemon {pid} took no lock");
 }

@@ -9,7 +9,7 @@ use crate::daemon_identity::pid_file_disagreement;
 use crate::served::DaemonProcess;
 
 /// How to let the probe prove the daemon's identity.
-const PROVE: &str = "run the probe in the control daemon's PID namespace (on Kubernetes, a pod with hostPID: true) where /proc/locks is readable, check that the daemon runs (`ps -C nvidia-cuda-mps-control`) as root or as the owner of the pipe directory, and probe again (with --require-verified this is a rejection)";
+pub(super) const PROVE: &str = "run the probe in the control daemon's PID namespace (on Kubernetes, a pod with hostPID: true) where /proc/locks is readable, check that the daemon runs (`ps -C nvidia-cuda-mps-control`) as root or as the owner of the pipe directory, and probe again (with --require-verified this is a rejection)";
 
 /// The lock proves the daemon; a pid file naming another process is reported, not used.
 pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut Findings) {

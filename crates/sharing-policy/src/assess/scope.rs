@@ -46,6 +46,28 @@ fn verify_fix(context: &Context<'_>, identified: bool, why: &str) -> &'static st
 /// The GPU is in the daemon's scope, and a client index is not renumbered by it.
 pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut Findings) {
     let identified = matches!(context.daemon, DaemonProcess::Found(_));
+    let locked = context
+        .facts
+        .daemon_process
+        .as_ref()
+        .is_some_and(|search| search.lock.is_some());
+    if let (DaemonProcess::Unknown(_), true) = (&context.daemon, locked) {
+        // The identity finding says why; the scope is unverified for that one reason.
+        let what = format!(
+            "which GPUs the control daemon at {} serves",
+            context.control_path()
+        );
+        let why = "the control daemon's process is not proven (daemon-identity-unverified)";
+        let finding = super::unverified_finding(
+            context,
+            Code::DaemonScopeUnverified,
+            &what,
+            why.to_owned(),
+            super::daemon_identity::PROVE,
+        );
+        served.unverified(context.request, findings, finding);
+        return;
+    }
     let scope = match &context.daemon {
         DaemonProcess::Found(daemon) => served::scope(daemon, context.table, context.gpu),
         DaemonProcess::Unknown(why) => Scope::Unknown(format!(

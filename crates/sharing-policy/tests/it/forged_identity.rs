@@ -45,7 +45,11 @@ fn host(
 ) -> sharing_policy::HostFacts {
     let mut facts = hosts::served(answer, 1001, "Default");
     let pipe = facts.env.effective_pipe_directory();
-    facts.pid_file = Some(hosts::pid_file(&facts.env, &pid_file_names.to_string(), true));
+    facts.pid_file = Some(hosts::pid_file(
+        &facts.env,
+        &pid_file_names.to_string(),
+        true,
+    ));
     let fakes: Vec<ProcessFacts> = lookalikes
         .iter()
         .map(|&(pid, uid, multiuser)| lookalike(pid, uid, multiuser, &pipe))

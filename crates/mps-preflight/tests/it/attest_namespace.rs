@@ -165,3 +165,69 @@ fn attest_inside(
         stderr: String::from_utf8_lossy(&inside.stderr).into_owned(),
     }
 }
+
+/// `attest` in a pod's PID namespace of its own (`unshare --pid --fork --mount-proc`), given
+/// the host PIDs of two healthy clients: it sees neither them nor the daemon, whose lock no
+/// process of its `/proc` holds. That is `pid-namespace-differs` with its fix, never
+/// `not-running`, with or without a pid file (470/535 write none).
+#[test]
+fn host_pids_given_inside_a_pod() {
+    let works = Command::new(system_program("unshare"))
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .status();
+    if !works.is_ok_and(|status| status.success()) {
+        eprintln!("skipping: needs root and `unshare --pid --fork --mount-proc`");
+        return;
+    }
+    for pid_file in [true, false] {
+        let mut fake = Attest::new();
+        fake.host.live_daemon_pid();
+        if !pid_file {
+            fs::remove_file(fake.host.pipe().join("nvidia-cuda-mps-control.pid")).unwrap();
+        }
+        let server = fake.server(false);
+        let (learner, collector) = (fake.process(false), fake.process(false));
+        fake.servers(&[server]);
+        fake.clients(server, &lines(&[learner, collector]));
+        let healthy = fake.run(learner, collector, &[]);
+        assert_eq!(healthy.code, 0, "from the host: {}", healthy.render());
+
+        let template = fake.host.command(&[] as &[&str]);
+        let output = Command::new(system_program("unshare"))
+            .args(["--pid", "--fork", "--kill-child", "--mount-proc", "--"])
+            .arg(BIN)
+            .args([
+                "attest",
+                "--learner-pid",
+                &learner.to_string(),
+                "--collector-pid",
+                &collector.to_string(),
+            ])
+            .env_clear()
+            .envs(
+                template
+                    .get_envs()
+                    .filter_map(|(key, value)| Some((key, value?))),
+            )
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "pid file {pid_file}: {stderr}");
+        let run = crate::support::Run {
+            code: 1,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: stderr.clone().into_owned(),
+        };
+        assert_eq!(
+            codes(&run),
+            ["pid-namespace-differs", "pid-namespace-differs"],
+            "pid file {pid_file}: {stderr}"
+        );
+        assert!(!stderr.contains("not-running"), "{stderr}");
+        assert!(
+            stderr.contains("run attest in the daemon's PID namespace"),
+            "{stderr}"
+        );
+    }
+}

@@ -54,9 +54,14 @@ fn no_pid_file() -> PidFileFacts {
     }
 }
 
+/// The lock of a pipe directory that does not exist: it proves nothing, so the search scans.
+fn no_lock() -> sharing_policy::DaemonLockFacts {
+    mps_host::observe_daemon_lock(Path::new("/proc"), &OsText::from("/nonexistent/pipe"))
+}
+
 fn scan(root: &Path) -> usize {
     let deadline = Instant::now() + Duration::from_mins(1);
-    let search = mps_host::find_daemon(root, &no_pid_file(), 65_536, deadline);
+    let search = mps_host::find_daemon(root, &no_pid_file(), no_lock(), 65_536, deadline);
     assert!(search.stopped.is_none());
     search.processes.len()
 }
@@ -72,6 +77,7 @@ fn find_daemon_by_scan(bencher: Bencher<'_, '_>, processes: u32) {
 fn find_daemon_by_scan_real_proc(bencher: Bencher<'_, '_>) {
     bencher.bench(|| {
         let deadline = Instant::now() + Duration::from_mins(1);
-        mps_host::find_daemon(Path::new("/proc"), &no_pid_file(), 65_536, deadline).scanned
+        let root = Path::new("/proc");
+        mps_host::find_daemon(root, &no_pid_file(), no_lock(), 65_536, deadline).scanned
     });
 }

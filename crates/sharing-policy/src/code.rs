@@ -311,12 +311,7 @@ impl Code {
             Self::DaemonIndexRemap => {
                 "A scoped daemon renumbers its GPUs from 0, so a client index other than 0 names a device that does not exist there (or another GPU); a UUID names the same GPU in both spaces."
             }
-            Self::DaemonIdentityUnverified => {
-                "Only the lock the control daemon holds proves which process it is; a pid file, a process's name or its command line can be written by any local user, so the daemon's scope, user and multi-user mode are not proven."
-            }
-            Self::DaemonPidFileDisagrees => {
-                "The daemon's pid file is writable by every user (mode 0666) and outlives a killed daemon; one naming another process than the lock's holder is stale or planted, and a tool that trusts it would judge the wrong process."
-            }
+            Self::DaemonIdentityUnverified | Self::DaemonPidFileDisagrees => self.identity_why(),
             Self::DaemonScopeUnverified => {
                 "Only the daemon's own environment shows which GPUs it serves; without it the scope is assumed, not proven."
             }
@@ -337,6 +332,15 @@ impl Code {
             | Self::ActiveThreadPercentageBelowRequirement
             | Self::PinnedMemBelowRequirement
             | Self::PinnedMemLimitUnverified => self.settings_why(),
+        }
+    }
+
+    /// [`Code::why`] of the daemon identity codes.
+    fn identity_why(self) -> &'static str {
+        if self == Self::DaemonPidFileDisagrees {
+            "The daemon's pid file is writable by every user (mode 0666) and outlives a killed daemon; one naming another process than the lock's holder is stale or planted, and a tool that trusts it would judge the wrong process."
+        } else {
+            "Only the lock the control daemon holds proves which process it is; a pid file, a process's name or its command line can be written by any local user, so the daemon's scope, user and multi-user mode are not proven."
         }
     }
 

@@ -171,13 +171,13 @@ pub(crate) fn daemon_multiuser(daemon: &DaemonProcess<'_>) -> Option<bool> {
 /// (docs/mps-daemon.md, "Identity"), so a non-root process whose argv reads `-M` is not a
 /// multi-user daemon; an unreadable owner leaves it unknown.
 pub(crate) fn multiuser_of(process: &ProcessFacts) -> Option<bool> {
-    match process.cmdline.as_deref().and_then(is_multiuser)? {
-        false => Some(false),
-        true => match process.status_uid.as_deref().map(effective_uid) {
-            Some(Some(0)) => Some(true),
-            Some(Some(_)) => Some(false),
-            _ => None,
-        },
+    if !process.cmdline.as_deref().and_then(is_multiuser)? {
+        return Some(false);
+    }
+    match process.status_uid.as_deref().map(effective_uid) {
+        Some(Some(0)) => Some(true),
+        Some(Some(_)) => Some(false),
+        _ => None,
     }
 }
 

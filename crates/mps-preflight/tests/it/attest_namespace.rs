@@ -213,7 +213,11 @@ fn host_pids_given_inside_a_pod() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "pid file {pid_file}: {stderr}");
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "pid file {pid_file}: {stderr}"
+        );
         let run = crate::support::Run {
             code: 1,
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -93,31 +93,10 @@ fn add_server(f: &mut HostFacts, uid: Option<u32>) {
 }
 
 /// The breakers of the "served" families: each starts from [`make_served`].
-pub(crate) fn served_breakers() -> Vec<Breaker> {
+/// The breakers of the daemon identity family: the lock proves nothing, or a pid file
+/// disagrees with it.
+pub(crate) fn identity_breakers() -> Vec<Breaker> {
     vec![
-        Breaker {
-            name: "daemon scoped to another GPU",
-            code: Code::GpuOutsideDaemonScope,
-            apply: |_, f, s| {
-                make_served(f);
-                let mask = pick(
-                    &["GPU-00000000-1111-2222-3333-444444444444", "", "GPU-ffff"],
-                    s,
-                );
-                daemon_environ(f).insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from(mask));
-            },
-        },
-        Breaker {
-            name: "client index against a scoped daemon",
-            code: Code::DaemonIndexRemap,
-            apply: |_, f, s| {
-                make_served(f);
-                f.env.cuda_visible_devices = Some(OsText::from(pick(&["0,1", "0,2"], s)));
-                let environ = daemon_environ(f);
-                environ.insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from("0"));
-                environ.insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
-            },
-        },
         Breaker {
             name: "no process visible here holds the daemon's lock, verification required",
             code: Code::DaemonIdentityUnverified,
@@ -148,6 +127,34 @@ pub(crate) fn served_breakers() -> Vec<Breaker> {
                     Some(hosts::by_lock(daemon, hosts::lock_held_by(&pipe, &[2718])));
                 let named = pick(&["4242", "1", "2719"], s);
                 f.pid_file = Some(hosts::pid_file(&f.env, named, true));
+            },
+        },
+    ]
+}
+
+pub(crate) fn served_breakers() -> Vec<Breaker> {
+    vec![
+        Breaker {
+            name: "daemon scoped to another GPU",
+            code: Code::GpuOutsideDaemonScope,
+            apply: |_, f, s| {
+                make_served(f);
+                let mask = pick(
+                    &["GPU-00000000-1111-2222-3333-444444444444", "", "GPU-ffff"],
+                    s,
+                );
+                daemon_environ(f).insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from(mask));
+            },
+        },
+        Breaker {
+            name: "client index against a scoped daemon",
+            code: Code::DaemonIndexRemap,
+            apply: |_, f, s| {
+                make_served(f);
+                f.env.cuda_visible_devices = Some(OsText::from(pick(&["0,1", "0,2"], s)));
+                let environ = daemon_environ(f);
+                environ.insert("CUDA_VISIBLE_DEVICES".to_owned(), OsText::from("0"));
+                environ.insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
             },
         },
         Breaker {

@@ -38,8 +38,8 @@ Exit status:
   0  nothing blocks the request; the report (\"ok: …\") is on stdout
   1  a finding blocks the request; the report is on stdout, and stderr says
      `error: N unmet prerequisites block the request (the report is on stdout)`
-  2  usage error, or a snapshot that cannot be read (missing file, not JSON, a snapshot
-     of another schema version)",
+  2  usage error, or a snapshot that cannot be read (missing file, not JSON, a
+     snapshot of another schema version)",
     )
 }
 

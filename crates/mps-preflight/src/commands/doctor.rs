@@ -129,11 +129,16 @@ pub(crate) fn run(args: &DoctorArgs) -> Output {
     if errors.is_empty() {
         return Output::data(stdout);
     }
-    Output {
+    let output = Output {
         status: Status::Rejected,
         stdout,
         errors,
         ..Output::default()
+    };
+    if args.format == Format::Brief {
+        brief::unknown_without_tools(output, &sharing_policy::tools_not_started(&facts))
+    } else {
+        output
     }
 }
 

@@ -370,6 +370,17 @@ fn daemon_scope_unverified_advice_fits_the_facts() {
     let mut v1 = base.clone();
     v1.daemon_process = None;
     insta::assert_snapshot!("scope fix: never observed", scope_fix(&v1));
+    // A root caller that /proc refuses most likely lacks CAP_SYS_PTRACE (a container's default
+    // set): the fix names it, and never claims that /proc hides nothing from root.
+    for facts in [&unreadable(denied, 0), &not_found] {
+        let fix = scope_fix(facts);
+        assert!(
+            fix.contains("CAP_SYS_PTRACE") && fix.contains("SYS_PTRACE\"]"),
+            "{fix}"
+        );
+        assert!(!fix.contains("hides nothing"), "{fix}");
+    }
+    assert!(!scope_fix(&unreadable(denied, 1000)).contains("CAP_SYS_PTRACE"));
     for facts in [unreadable(denied, 0), unreadable(gone, 0), not_found] {
         assert!(
             !scope_fix(&facts).contains("as root or"),

@@ -8,7 +8,8 @@
 #      the console command on the quick-start fixture, the package's pytest suite;
 #   5. a Debian 11 root (glibc 2.31, Python 3.9; scripts/debian11-chroot.sh, cached): the CLI's
 #      output is byte for byte the host's, the wheel installs and imports, the .deb installs
-#      with dpkg -i and puts the man page and completions where Debian looks.
+#      with dpkg -i and puts the man page and completions where Debian looks, and the fleet
+#      recipes (contrib/slurm/, deploy/, their documents) under /usr/share/mps-preflight/.
 # Prints the artifacts' sizes, the newest glibc version and each step's time.
 #
 # Usage: scripts/dist-check.sh
@@ -72,8 +73,14 @@ if [ -x "$root/target/debug/mps-preflight" ]; then
 fi
 tar -tzf "$tarball" | sed 's|^[^/]*/||' | sort >"$work/tarball.txt"
 for member in mps-preflight doc/mps-preflight.1 complete/mps-preflight.bash complete/_mps-preflight \
-    complete/mps-preflight.fish README.md LICENSE-MIT LICENSE-APACHE; do
+    complete/mps-preflight.fish README.md LICENSE-MIT LICENSE-APACHE doc/fleet.md doc/node-health.md \
+    deploy/node-problem-detector/mps-preflight-monitor.json deploy/prometheus/mps-preflight-rules.yml; do
   grep -qx "$member" "$work/tarball.txt" || fail "the tar.gz lacks $member"
+done
+# The fleet recipes (docs/deploy.md): every Slurm script of contrib/slurm/, executable.
+tar -tvzf "$tarball" >"$work/tarball-modes.txt"
+for recipe in contrib/slurm/*; do
+  grep -q "^-rwxr-xr-x .*/$recipe\$" "$work/tarball-modes.txt" || fail "the tar.gz lacks an executable $recipe"
 done
 
 # --- 3. the wheel and the sdist --------------------------------------------------------------
@@ -171,8 +178,14 @@ in_chroot sh -euc '
   /usr/bin/mps-preflight --version
   for f in /usr/share/man/man1/mps-preflight.1.gz /usr/share/bash-completion/completions/mps-preflight \
       /usr/share/zsh/vendor-completions/_mps-preflight /usr/share/fish/vendor_completions.d/mps-preflight.fish \
-      /usr/share/doc/mps-preflight/copyright; do
+      /usr/share/doc/mps-preflight/copyright /usr/share/mps-preflight/doc/fleet.md \
+      /usr/share/mps-preflight/doc/node-health.md \
+      /usr/share/mps-preflight/deploy/node-problem-detector/mps-preflight-monitor.json; do
     [ -s "$f" ] || { echo "missing $f" >&2; exit 1; }
+  done
+  for recipe in prolog.sh task-prolog.sh srun-probe.sh; do
+    f=/usr/share/mps-preflight/contrib/slurm/$recipe
+    [ -x "$f" ] && sh -n "$f" || { echo "missing or not executable: $f" >&2; exit 1; }
   done
   zcat /usr/share/man/man1/mps-preflight.1.gz | grep -q "^\.TH"
 ' _ "$inside/$(basename "$deb")" || fail "the .deb on Debian 11"

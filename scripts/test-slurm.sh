@@ -275,16 +275,27 @@ run -n 1 --gres=gpu:2 --constraint=mps true || fail "report-only failed a job"
 assert_idle "report-only"
 grep -q "report-only: would drain: mps-preflight: daemon-unreachable on gpu 1" "$reports/$host"-*.txt ||
     fail "report-only wrote no report: $(cat "$reports"/* 2>&1)"
-# Checking the node by hand, as the Prolog would for a gres/mps job on GPU 1, report-only.
+# Checking the node by hand, as the Prolog would for a gres/mps job on GPU 1, report-only, with
+# step 2's settings of the rollout (docs/fleet.md): the command sets the job's partition.
 slurmd_user="$(scontrol show config | sed -n 's/^SlurmdUser *= *\([^(]*\).*/\1/p')"
-settings
+settings MPS_PREFLIGHT_PARTITIONS=gpu-mps
 rm -rf "$reports"
 setpriv --reuid="$slurmd_user" env -i SLURM_CONF="$SLURM_CONF" SLURMD_NODENAME="$host" \
-    SLURM_JOB_ID=by-hand SLURM_JOB_GPUS=1 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 \
-    MPS_PREFLIGHT_ENFORCE=0 contrib/slurm/prolog.sh 2>"$work/by-hand.err" ||
+    SLURM_JOB_ID=by-hand SLURM_JOB_PARTITION=gpu-mps SLURM_JOB_GPUS=1 \
+    CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 MPS_PREFLIGHT_ENFORCE=0 contrib/slurm/prolog.sh 2>"$work/by-hand.err" ||
     fail "the check by hand failed: $(cat "$work/by-hand.err")"
 grep -q "report-only: would drain: mps-preflight: daemon-unreachable on gpu 1, see $reports/$host-by-hand.txt" \
     "$reports/$host-by-hand.txt" || fail "the check by hand wrote no report: $(cat "$work/by-hand.err")"
+# Without the partition the gate skips the job: run by hand, the Prolog says so on stderr.
+rm -rf "$reports"
+setpriv --reuid="$slurmd_user" env -i SLURM_CONF="$SLURM_CONF" SLURMD_NODENAME="$host" \
+    SLURM_JOB_ID=by-hand SLURM_JOB_GPUS=1 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 \
+    MPS_PREFLIGHT_ENFORCE=0 contrib/slurm/prolog.sh 2>"$work/skipped.err" ||
+    fail "the skipped check by hand failed: $(cat "$work/skipped.err")"
+grep -qx "mps-preflight prolog: job by-hand: not checked: SLURM_JOB_PARTITION='' is not in MPS_PREFLIGHT_PARTITIONS" \
+    "$work/skipped.err" || fail "the skipped check by hand did not say so: $(cat "$work/skipped.err")"
+[ ! -e "$reports" ] || fail "the skipped check by hand wrote a report: $(ls "$reports")"
+settings
 assert_idle "the check by hand"
 daemon_start 1
 

@@ -44,13 +44,15 @@ bin="${MPS_PREFLIGHT:-mps-preflight}"
 
 # The gate. What a Prolog sees of the job (Slurm 22.05, docs/fleet.md): gres/mps sets
 # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (gres/gpu does not); --constraint is SLURM_JOB_CONSTRAINTS,
-# --comment SLURM_JOB_COMMENT.
+# --comment SLURM_JOB_COMMENT. A job it skips leaves why in $skipped.
 wants_mps() {
     if [ -n "${MPS_PREFLIGHT_PARTITIONS:-}" ]; then
+        skipped="SLURM_JOB_PARTITION='${SLURM_JOB_PARTITION:-}' is not in MPS_PREFLIGHT_PARTITIONS"
         case " $MPS_PREFLIGHT_PARTITIONS " in *" ${SLURM_JOB_PARTITION:-} "*) ;; *) return 1 ;; esac
     fi
     [ "${MPS_PREFLIGHT_CHECK_ALL:-0}" = 1 ] && return 0
     [ -n "${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:-}" ] && return 0
+    skipped="no gres/mps (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), constraint or comment asks for MPS"
     feature="${MPS_PREFLIGHT_FEATURE-mps}"
     if [ -n "$feature" ]; then
         # Any word of the constraint expression (a&b, a|b, [a*2], ...) equal to the feature.
@@ -66,7 +68,13 @@ wants_mps() {
 }
 # A requeued job keeps its ID: an earlier run's refusal must not outlive this check.
 case "$reports" in /*) rm -f "$reports/$node-$job.refused" ;; esac
-wants_mps || exit 0
+if ! wants_mps; then
+    # slurmd marks the Prolog it runs (SLURM_SCRIPT_CONTEXT=prolog_slurmd). Run by hand, a
+    # skipped job says so: exit 0 alone would read as a pass that checked nothing.
+    [ "${SLURM_SCRIPT_CONTEXT:-}" = prolog_slurmd ] ||
+        echo "mps-preflight prolog: job $job: not checked: $skipped" >&2
+    exit 0
+fi
 
 # Appends its input to the report and copies it to stderr, which slurmd's log keeps when the
 # Prolog fails. The directory is made on first use, readable by the job's user (whose TaskProlog

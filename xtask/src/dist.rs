@@ -3,8 +3,10 @@
 //! Rust target, no system package):
 //!
 //! - `mps-preflight-<v>-x86_64-linux-gnu`: the CLI linked against glibc 2.17 (cargo-zigbuild);
-//! - `mps-preflight-<v>-x86_64-linux-gnu.tar.gz`: it with the man page, completions, READMEs and
-//!   both licences; `mps-preflight_<v>_amd64.deb`: the same in Debian's places (dist/deb.rs);
+//! - `mps-preflight-<v>-x86_64-linux-gnu.tar.gz`: it with the man page, completions, READMEs,
+//!   both licences and the fleet recipes (contrib/slurm/, deploy/, their documents;
+//!   dist/recipes.rs); `mps-preflight_<v>_amd64.deb`: the same in Debian's places, the recipes
+//!   under /usr/share/mps-preflight/ (dist/deb.rs);
 //! - the manylinux2014 abi3 wheel (`maturin --zig`) and the sdist;
 //! - `SHA256SUMS` over all of them.
 //!
@@ -13,6 +15,7 @@
 //! their zig linker wrappers differ, so sharing one would rebuild every crate each time.
 
 mod deb;
+mod recipes;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,6 +35,8 @@ const ZIG_TARGET: &str = "x86_64-unknown-linux-gnu.2.17";
 pub(crate) struct Dist {
     pub(crate) root: PathBuf,
     pub(crate) out: PathBuf,
+    /// Where the archives are staged (`target/`).
+    pub(crate) work: PathBuf,
     pub(crate) version: String,
     /// `target/dist-tools/bin` first, so maturin and cargo-zigbuild find zig as `python -m ziglang`.
     path: String,
@@ -93,6 +98,7 @@ fn prepare() -> Result<Dist, String> {
     Ok(Dist {
         root,
         out,
+        work: target,
         version,
         path,
         epoch,

@@ -9,10 +9,10 @@ use sharing_policy::{Pid, Request, Vocabulary};
 pub(crate) const EXIT_CODES: &str = "\
 Exit status:
   0  success: the request is validated (or null), the data is on stdout
-  1  rejected: an unmet prerequisite or an inconsistency; stdout is empty and stderr
-     begins with `error: ` and says what to do
-  2  usage error, or an input that cannot be read (missing file, not JSON, a snapshot
-     of another schema version, a manifest that cannot be written)";
+  1  rejected: an unmet prerequisite or an inconsistency; stdout is empty and
+     stderr begins with `error: ` and says what to do
+  2  usage error, or an input that cannot be read (missing file, not JSON, a
+     snapshot of another schema version, a manifest that cannot be written)";
 
 /// `text` with its paragraphs on one line each, for clap to wrap at the terminal's width: the
 /// source keeps its lines short, and a line break inside a paragraph would otherwise stay, and

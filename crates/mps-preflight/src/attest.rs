@@ -40,7 +40,7 @@ Examples:
 Exit status:
   0  attested: the attestation is on stdout (and in the manifest)
   1  not attested: one `error: <code>: …` line per process that is not attached
-  2  usage error, or an input that cannot be read or written (a snapshot, a manifest)";
+  2  usage error, or a snapshot or manifest that cannot be read or written";
 
 /// `attest`'s arguments.
 #[derive(Debug, Args)]

@@ -2,7 +2,7 @@
 //! (exit 0 OK, 1 `NonOK`, 2 Unknown; stdout is the message, cut at `max_output_length`, 80 by
 //! default) and Slurm health checks (the first line becomes the drain `Reason=`).
 
-use sharing_policy::{Evidence, Finding, Request, Verdict};
+use sharing_policy::{Evidence, Finding, Request, ToolNotStarted, Verdict};
 
 use crate::args::VerdictFormat;
 use crate::output::{Output, Status};
@@ -37,20 +37,49 @@ pub(crate) fn apply(mut output: Output, verdict: &str) -> Output {
     output
 }
 
-/// `output` as it is (JSON), or as one brief line rendered from the same verdict.
+/// `output` as it is (JSON), or as one brief line rendered from the same verdict (Unknown
+/// when the observer's own `tools` could not be started, see [`unknown_without_tools`]).
 pub(crate) fn in_format(
     format: VerdictFormat,
     output: Output,
     request: &Request,
     judged: &Verdict,
+    tools: &[ToolNotStarted],
 ) -> Output {
     match format {
         VerdictFormat::Json => output,
         VerdictFormat::Brief => {
             let evidence = judged.result.as_ref().ok();
-            apply(output, &verdict(request, &judged.findings, evidence))
+            let output = apply(output, &verdict(request, &judged.findings, evidence));
+            unknown_without_tools(output, tools)
         }
     }
+}
+
+/// A brief `NonOK` (exit 1) becomes Unknown (exit 2) when the observer could not start its own
+/// host tools (`sharing_policy::tools_not_started`): a tool missing where the check runs (its
+/// container, its `PATH`) is the check's configuration, not the node's health, and what it
+/// would have observed is unknown. stdout names the tools; stderr says so first, then keeps
+/// the full messages. An `OK` stays `OK` (the request was proven without them).
+pub(crate) fn unknown_without_tools(mut output: Output, tools: &[ToolNotStarted]) -> Output {
+    if output.status != Status::Rejected || tools.is_empty() {
+        return output;
+    }
+    let names: Vec<&str> = tools.iter().map(|tool| tool.program).collect();
+    let causes: Vec<String> = tools
+        .iter()
+        .map(|tool| format!("{} ({})", tool.program, tool.error))
+        .collect();
+    output.status = Status::Input;
+    output.stdout = line(&format!("UNKNOWN: could not start {}", names.join(", ")));
+    output.errors.insert(
+        0,
+        format!(
+            "could not start {}: these are this check's own tools, missing where it runs (its container or PATH), so the node's health is unknown; put them on its PATH (in a container of the NVIDIA container toolkit: NVIDIA_DRIVER_CAPABILITIES=compute,utility)",
+            causes.join(" or ")
+        ),
+    );
+    output
 }
 
 fn ok_text(request: &Request, evidence: Option<&Evidence>) -> String {

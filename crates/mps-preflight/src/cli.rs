@@ -35,8 +35,7 @@ Examples:
   mps-preflight merge rank0/manifest.json rank1/manifest.json
 
 Nothing here starts, stops or reconfigures an MPS daemon, and nothing initialises CUDA:
-the host is observed with `nvidia-smi` and read-only `nvidia-cuda-mps-control` queries.
-";
+the host is observed with `nvidia-smi` and read-only `nvidia-cuda-mps-control` queries.";
 
 /// `--version`: the release, then the commit and the target it was built from (build.rs), as
 /// `0.2.0 (3a62974, x86_64-unknown-linux-gnu.2.17)`.
@@ -61,7 +60,7 @@ Answers, fail-closed, whether a learner and a collector process will really shar
 GPU through a live CUDA MPS daemon. An explicit `--request mps` is either proven against this
 host, with the evidence printed as JSON, or rejected with the first unmet prerequisite and the
 command that fixes it. A null request (the default) never fails: it records the ambient MPS state."),
-    after_help = format!("{TOP_AFTER_HELP}\n{EXIT_CODES}"),
+    after_help = format!("{}\n\n{EXIT_CODES}", paragraphs(TOP_AFTER_HELP)),
     arg_required_else_help = false,
     max_term_width = 100
 )]

@@ -233,10 +233,10 @@ pub(crate) fn after_help() -> String {
 
 Exit status:
   0  every case passed
-  1  a case failed; the report is on stdout, and stderr says `error: N of M cases failed`
-  2  usage error, or a case that cannot be read (missing file, not JSON, an unknown key,
-     code or evidence field, a snapshot of another schema version, a JUnit file that
-     cannot be written)"
+  1  a case failed; stdout has the report, stderr `error: N of M cases failed`
+  2  usage error, or a case that cannot be read (missing file, not JSON, an
+     unknown key, code or evidence field, a snapshot of another schema version,
+     a JUnit file that cannot be written)"
         .to_owned()
 }
 

@@ -189,7 +189,7 @@ with CUDA_DEVICE_ORDER=PCI_BUS_ID or when every GPU is the same model.",
 
 /// `--help`'s examples and exit status.
 pub(crate) fn after_help() -> String {
-    String::from(
+    paragraphs(
         "Examples:
   devices=$(mps-preflight visibility) || exit 1
   export CUDA_VISIBLE_DEVICES=\"$devices\"

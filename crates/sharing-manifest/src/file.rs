@@ -44,8 +44,8 @@ pub fn read_json_file(path: &Path) -> Result<Value, ManifestError> {
 ///   of at most [`MAX_FILE_BYTES`] that this user can already write. Every other key keeps its
 ///   value and its position; an existing `cuda_process_sharing` is replaced in place. The
 ///   file keeps its permission bits when this user owns it (never a set-ID or sticky bit;
-///   another user's file gets the new-file mode, see [`crate::write_file`]) and, when the OS
-///   allows it, its owner and group.
+///   another user's file gets its bits intersected with the new-file mode, so it is never
+///   widened, see [`crate::write_file`]) and, when the OS allows it, its owner and group.
 /// - A missing manifest is created as `{"cuda_process_sharing": …, "cuda_process_sharing_schema": …,
 ///   "cuda_process_sharing_writer": …}` with the usual
 ///   permissions for a new file (0666 less the umask). Its directory must exist.

@@ -5,10 +5,13 @@
 //!
 //! The mode rule, because root often writes into directories other users can write:
 //! - no file is ever created with the set-user-ID, set-group-ID or sticky bit;
-//! - a replaced file keeps its permission bits only when its owner is the writing user;
-//!   otherwise the new file gets the new-file rule (0666, or the caller's mode, less the umask).
-//!   Keeping the bits of another user's file would hand root's file to that user: a `06777`
-//!   file planted at the path would come back root-owned, set-ID and world-writable.
+//! - a replaced file keeps its permission bits when its owner is the writing user;
+//! - a replaced file of another user gets its old permission bits intersected with the new-file
+//!   rule (0666, or the caller's mode, less the umask): never wider than either. Keeping the
+//!   bits of another user's file would hand root's file to that user (a `06777` file planted at
+//!   the path would come back set-ID and world-writable: it gets 0644), and the new-file rule
+//!   alone would widen a private file (root writing `nobody`'s 0640 manifest must not make it
+//!   readable by everyone: it stays 0640, and 0600 stays 0600).
 
 use std::fmt;
 use std::fs::{self, File, Metadata, Permissions};
@@ -230,13 +233,18 @@ pub(crate) fn directory_of(path: &Path) -> &Path {
     }
 }
 
-/// The permission bits the new copy of `path` gets: a replaced file's own, when this user owns
-/// it, else `new_file_mode` (the umask applies at creation). Never a set-ID or sticky bit.
-fn kept_mode(original: Option<&Metadata>) -> Option<u32> {
+/// The permission bits the new copy of `path` is created with (the umask applies at creation),
+/// and whether they are set exactly afterwards. Never a set-ID or sticky bit.
+/// - A replaced file this user owns: its own bits, set exactly (the umask may not narrow them).
+/// - A replaced file of another user: its bits intersected with `new_file_mode`, less the umask.
+/// - No file: `new_file_mode`, less the umask.
+fn new_copy_mode(original: Option<&Metadata>, new_file_mode: u32) -> (u32, bool) {
     let euid = rustix::process::geteuid().as_raw();
-    original
-        .filter(|meta| meta.uid() == euid)
-        .map(|meta| meta.mode() & PERMISSION_BITS)
+    match original {
+        Some(meta) if meta.uid() == euid => (meta.mode() & PERMISSION_BITS, true),
+        Some(meta) => (meta.mode() & new_file_mode & PERMISSION_BITS, false),
+        None => (new_file_mode & PERMISSION_BITS, false),
+    }
 }
 
 /// Temp file beside `path`, write, fsync, rename over `path`, fsync the directory.
@@ -251,18 +259,16 @@ pub(crate) fn replace(
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(path.file_name().unwrap_or_default());
     prefix.push(".");
-    let kept = kept_mode(original);
+    let (mode, exact) = new_copy_mode(original, new_file_mode);
     let mut temp = tempfile::Builder::new()
         .prefix(&prefix)
         .suffix(".tmp")
-        .permissions(Permissions::from_mode(
-            kept.unwrap_or(new_file_mode) & PERMISSION_BITS,
-        ))
+        .permissions(Permissions::from_mode(mode))
         .tempfile_in(directory)
         .map_err(|error| {
             ManifestError::io(directory, "create a temporary file there", plain(error))
         })?;
-    if let Some(mode) = kept {
+    if exact {
         // The umask may have narrowed the mode at creation: set the kept bits exactly.
         temp.as_file()
             .set_permissions(Permissions::from_mode(mode))

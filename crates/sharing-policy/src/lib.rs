@@ -59,7 +59,7 @@ pub use served::{listed_server_pids, pid_file_daemon_pid};
 pub use session::{settings_answers, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
-pub use unobserved::nothing_observed;
+pub use unobserved::{ToolNotStarted, nothing_observed, tools_not_started};
 pub use verdict::{Verdict, judge};
 pub use vocabulary::Vocabulary;
 

@@ -1,10 +1,11 @@
 //! What could not be observed on a host where nothing about MPS was: no GPU table and no
 //! control daemon that answered. A null request there is evidence of nulls, which reads the
-//! same as "no MPS here"; the caller says why on stderr.
+//! same as "no MPS here"; the caller says why on stderr. And which of the observer's own host
+//! tools could not be started: the observer's configuration, not the host's health.
 
 use crate::daemon::{self, DaemonStatus};
 use crate::text::clause;
-use crate::{DAEMON_QUERY_PROGRAM, HostFacts, Vocabulary, gpu};
+use crate::{DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, HostFacts, QueryOutcome, Vocabulary, gpu};
 
 /// What could not be observed, when neither the GPU table nor a live control daemon was: one
 /// sentence naming both failures (`no GPU table (nvidia-smi could not be started: …), and no
@@ -45,4 +46,41 @@ pub fn nothing_observed(facts: &HostFacts, words: Vocabulary) -> Option<String> 
         crate::facts::join(&directory, crate::CONTROL_PIPE_NAME).to_string_lossy(),
         clause(&daemon)
     ))
+}
+
+/// A host tool the observer could not start: not on its `PATH`, not executable, … .
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolNotStarted {
+    /// The tool: [`GPU_QUERY_PROGRAM`] or [`DAEMON_QUERY_PROGRAM`].
+    pub program: &'static str,
+    /// The OS error that starting it met.
+    pub error: String,
+}
+
+/// The observer's own host tools that could not be started, in the order they are queried
+/// (the GPU table, then the control daemon). A tool that is missing where the observer runs
+/// (a container without the NVIDIA tools, a `PATH` without them) says nothing about the host's
+/// MPS: a health check reports that as "could not tell", not as a host problem. Empty when
+/// every recorded query started (or none was recorded).
+///
+/// ```
+/// use sharing_policy::{tools_not_started, EnvFacts, HostFacts};
+///
+/// let facts = HostFacts::unobserved("linux", EnvFacts::default());
+/// assert!(tools_not_started(&facts).is_empty());
+/// ```
+pub fn tools_not_started(facts: &HostFacts) -> Vec<ToolNotStarted> {
+    [
+        (GPU_QUERY_PROGRAM, facts.gpu_query.as_ref()),
+        (DAEMON_QUERY_PROGRAM, facts.daemon_query.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(program, record)| match &record?.outcome {
+        QueryOutcome::SpawnFailed { error } => Some(ToolNotStarted {
+            program,
+            error: error.clone(),
+        }),
+        _ => None,
+    })
+    .collect()
 }

@@ -6,13 +6,14 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use super::{Dist, Extras, capture, copy, exec};
+use super::{Dist, Extras, capture, copy, exec, recipes};
 
 /// `<stem>.tar.gz` holding `<stem>/`: the binary, `doc/mps-preflight.1`, `complete/`, the
-/// READMEs and both licences.
+/// READMEs, both licences and the fleet recipes (`contrib/slurm/`, `deploy/`, `doc/fleet.md`,
+/// `doc/node-health.md`).
 pub(crate) fn tarball(dist: &Dist, binary: &Path, extras: &Extras) -> Result<PathBuf, String> {
     let stem = dist.stem();
-    let staging = dist.root.join("target/dist-staging");
+    let staging = dist.work.join("dist-staging");
     let top = staging.join(&stem);
     reset(&staging)?;
     install(binary, &top.join("mps-preflight"), 0o755)?;
@@ -22,6 +23,9 @@ pub(crate) fn tarball(dist: &Dist, binary: &Path, extras: &Extras) -> Result<Pat
     write(&top.join("complete/mps-preflight.fish"), &extras.fish)?;
     for (from, to) in DOCS {
         install(&dist.root.join(from), &top.join(to), 0o644)?;
+    }
+    for file in recipes::files(&dist.root)? {
+        install(&file.from, &top.join(&file.to), file.mode)?;
     }
     let archive = dist.out.join(format!("{stem}.tar.gz"));
     exec(
@@ -46,9 +50,10 @@ const DOCS: &[(&str, &str)] = &[
 ];
 
 /// `mps-preflight_<v>_amd64.deb`: the binary in /usr/bin, the man page and completions where
-/// Debian's man-db, bash-completion, zsh and fish look, the licences in the copyright file.
+/// Debian's man-db, bash-completion, zsh and fish look, the licences in the copyright file, the
+/// fleet recipes and their documents under /usr/share/mps-preflight/ (as in the tar.gz).
 pub(crate) fn package(dist: &Dist, binary: &Path, extras: &Extras) -> Result<PathBuf, String> {
-    let staging = dist.root.join("target/dist-deb");
+    let staging = dist.work.join("dist-deb");
     reset(&staging)?;
     install(binary, &staging.join("usr/bin/mps-preflight"), 0o755)?;
     let man = staging.join("usr/share/man/man1/mps-preflight.1.gz");
@@ -73,6 +78,13 @@ pub(crate) fn package(dist: &Dist, binary: &Path, extras: &Extras) -> Result<Pat
         write(
             &doc.join(format!("{}.gz", super::file_name(Path::new(name)))),
             &gzip(dist, &text)?,
+        )?;
+    }
+    for file in recipes::files(&dist.root)? {
+        install(
+            &file.from,
+            &share.join("mps-preflight").join(&file.to),
+            file.mode,
         )?;
     }
     let control = control(&dist.version, installed_kib(&staging));
@@ -160,7 +172,7 @@ fn installed_kib(dir: &Path) -> u64 {
 }
 
 fn gzip(dist: &Dist, data: &[u8]) -> Result<Vec<u8>, String> {
-    let scratch = dist.root.join("target/dist-staging.gz-input");
+    let scratch = dist.work.join("dist-staging.gz-input");
     std::fs::write(&scratch, data).map_err(|err| format!("{}: {err}", scratch.display()))?;
     let packed = capture(dist.command("gzip").args(["-9nc"]).arg(&scratch));
     let _ = std::fs::remove_file(&scratch);
@@ -243,6 +255,78 @@ mod tests {
             "{control}"
         );
         assert!(control.ends_with('\n'));
+    }
+
+    /// Both archives, built from this repository with a stand-in binary into a scratch folder,
+    /// carry the fleet recipes with their modes: the tar.gz under its top folder, the `.deb`
+    /// under /usr/share/mps-preflight/. Needs tar, gzip and dpkg-deb (as `cargo xtask dist`).
+    #[test]
+    fn both_archives_ship_the_fleet_recipes() {
+        if ["tar", "gzip", "dpkg-deb"].iter().any(|tool| {
+            std::process::Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_err()
+        }) {
+            eprintln!("SKIPPED both_archives_ship_the_fleet_recipes: needs tar, gzip and dpkg-deb");
+            return;
+        }
+        let scratch = std::env::temp_dir().join(format!("xtask-archives-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&scratch);
+        let dist = Dist {
+            root: Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            out: scratch.join("out"),
+            work: scratch.join("work"),
+            version: "0.0.0".to_owned(),
+            path: std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned()),
+            epoch: "0".to_owned(),
+        };
+        mkdir(&dist.out).unwrap();
+        let binary = scratch.join("mps-preflight");
+        write(&binary, b"#!/bin/sh\n").unwrap();
+        let extras = Extras {
+            man: b".TH MPS-PREFLIGHT 1\n".to_vec(),
+            bash: b"# bash\n".to_vec(),
+            zsh: b"# zsh\n".to_vec(),
+            fish: b"# fish\n".to_vec(),
+        };
+        let listing = |command: &mut std::process::Command| -> Vec<(String, String)> {
+            // `-rwxr-xr-x root/root 123 1970-01-01 00:00 ./usr/bin/mps-preflight`
+            String::from_utf8(capture(command).unwrap())
+                .unwrap()
+                .lines()
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    Some((fields.first()?.to_string(), fields.last()?.to_string()))
+                })
+                .collect()
+        };
+        let tar = tarball(&dist, &binary, &extras).unwrap();
+        let tar_entries = listing(std::process::Command::new("tar").arg("-tvzf").arg(&tar));
+        let deb = package(&dist, &binary, &extras).unwrap();
+        let deb_entries = listing(std::process::Command::new("dpkg-deb").arg("-c").arg(&deb));
+        let shipped = recipes::files(&dist.root).unwrap();
+        assert!(shipped.len() >= 6, "{shipped:?}");
+        for (entries, prefix) in [
+            (&tar_entries, format!("{}/", dist.stem())),
+            (&deb_entries, "./usr/share/mps-preflight/".to_owned()),
+        ] {
+            for file in &shipped {
+                let path = format!("{prefix}{}", file.to);
+                let want = if file.mode == 0o755 {
+                    "-rwxr-xr-x"
+                } else {
+                    "-rw-r--r--"
+                };
+                assert!(
+                    entries
+                        .iter()
+                        .any(|(mode, name)| *name == path && mode == want),
+                    "{path} ({want}) is not in the archive: {entries:?}"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&scratch).unwrap();
     }
 
     #[test]

@@ -57,5 +57,6 @@ pub(crate) fn run(args: &CheckArgs) -> Output {
     let request = args.request.to_request();
     let verdict = sharing_policy::judge(&request, &facts);
     let output = evidence_output(&verdict.result);
-    brief::in_format(args.format, output, &request, &verdict)
+    let tools = sharing_policy::tools_not_started(&facts);
+    brief::in_format(args.format, output, &request, &verdict, &tools)
 }

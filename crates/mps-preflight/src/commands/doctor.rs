@@ -38,8 +38,8 @@ Exit status:
   0  nothing blocks the request; the report (\"ok: …\") is on stdout
   1  a finding blocks the request; the report is on stdout, and stderr says
      `error: N unmet prerequisites block the request (the report is on stdout)`
-  2  usage error, or a snapshot that cannot be read (missing file, not JSON, a snapshot
-     of another schema version)",
+  2  usage error, or a snapshot that cannot be read (missing file, not JSON, a
+     snapshot of another schema version)",
     )
 }
 
@@ -129,11 +129,16 @@ pub(crate) fn run(args: &DoctorArgs) -> Output {
     if errors.is_empty() {
         return Output::data(stdout);
     }
-    Output {
+    let output = Output {
         status: Status::Rejected,
         stdout,
         errors,
         ..Output::default()
+    };
+    if args.format == Format::Brief {
+        brief::unknown_without_tools(output, &sharing_policy::tools_not_started(&facts))
+    } else {
+        output
     }
 }
 

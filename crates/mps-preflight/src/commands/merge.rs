@@ -21,7 +21,7 @@ JSON; each inconsistency is one `error: <code>: <message>` line on stderr.",
 
 /// `--help`'s examples and exit status.
 pub(crate) fn after_help() -> String {
-    String::from("Examples:
+    paragraphs("Examples:
   mps-preflight merge runs/42/rank*/manifest.json
 
 Codes: not-evidence, contradictory-evidence, invalid-world-size, world-size-mismatch, rank-out-of-range, duplicate-rank,
@@ -30,8 +30,8 @@ daemon-mismatch, server-mismatch, daemon-identity-mismatch.
 
 Exit status:
   0  the ranks are consistent; the merged run is on stdout
-  1  an inconsistency: stdout is empty, and each finding is one
-     `error: <code>: <message>` line on stderr
+  1  an inconsistency: stdout is empty; each finding is one line on stderr,
+     `error: <code>: <message>`
   2  usage error, or a file that cannot be read (missing, not JSON)")
 }
 

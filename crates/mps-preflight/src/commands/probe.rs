@@ -119,7 +119,8 @@ pub(crate) fn run(args: &ProbeArgs) -> Output {
         output.stdout.clear();
         output.errors.insert(0, err);
     }
-    brief::in_format(args.format, output, &request, &verdict)
+    let tools = sharing_policy::tools_not_started(&facts);
+    brief::in_format(args.format, output, &request, &verdict, &tools)
 }
 
 /// What a failed `--manifest` write says: what was asked, what failed, the file's state.

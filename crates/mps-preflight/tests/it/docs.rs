@@ -141,3 +141,44 @@ fn the_readme_quick_start_validates_with_nothing_unverified() {
     assert_eq!(evidence["validated"], true);
     assert_eq!(evidence["unverified"], serde_json::json!([]));
 }
+
+/// The Kubernetes recipes give the probe's container what it needs: the `compute` driver
+/// capability (libnvidia-container mounts `nvidia-cuda-mps-control` only with it) besides
+/// `utility` (`nvidia-smi`), and, in a `hostPID` pod, `SYS_PTRACE` (to read the host daemon's
+/// environment as root from a container's default capability set).
+#[test]
+fn the_kubernetes_recipes_give_the_probe_what_it_needs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let markdown = std::fs::read_to_string(root.join("docs/node-health.md")).unwrap();
+    let blocks: Vec<&str> = markdown
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("\n```").next())
+        .filter(|block| block.contains("mps-preflight"))
+        .collect();
+    assert!(blocks.len() >= 2, "found {} YAML recipes", blocks.len());
+    for block in blocks {
+        let capabilities: Vec<&str> = block
+            .lines()
+            .filter(|line| line.contains("NVIDIA_DRIVER_CAPABILITIES"))
+            .collect();
+        assert!(!capabilities.is_empty(), "{block}");
+        for line in capabilities {
+            let value = line.split("value:").nth(1).unwrap_or_default();
+            let words: Vec<&str> = value
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|word| !word.is_empty())
+                .collect();
+            assert!(
+                words.contains(&"compute") && words.contains(&"utility") || words == ["all"],
+                "{line}"
+            );
+        }
+        if block.contains("hostPID: true") {
+            assert!(
+                block.contains(r#"capabilities: { add: ["SYS_PTRACE"] }"#),
+                "a hostPID recipe without SYS_PTRACE:\n{block}"
+            );
+        }
+    }
+}

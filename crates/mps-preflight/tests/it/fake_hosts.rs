@@ -403,7 +403,7 @@ fn doctor_lists_every_finding() {
     );
     let fixes = [
         "run the probe as root or as the daemon's user, so that the daemon's /proc/<pid>/environ is readable",
-        "check that the control daemon runs in this PID namespace (`ps -C nvidia-cuda-mps-control`; a 550+ daemon's pid file names its PID), then probe again: the probe already runs as root, so /proc hides nothing of this namespace",
+        "check that the control daemon runs in this PID namespace (`ps -C nvidia-cuda-mps-control`; a 550+ daemon's pid file names its PID), then probe again. The probe runs as root; if the daemon does run here, the likely cause is that the probe lacks CAP_SYS_PTRACE (a container's default capabilities do not include it) and /proc is mounted with hidepid: give it CAP_SYS_PTRACE (Kubernetes: securityContext.capabilities.add: [\"SYS_PTRACE\"]; docker run --cap-add SYS_PTRACE)",
     ];
     let rendered = fixes
         .iter()

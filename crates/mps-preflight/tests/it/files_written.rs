@@ -1,7 +1,8 @@
-//! Issue 21 part 1: every file the tool writes goes through one writer with one mode rule.
-//! Another user (`nobody`) plants a `06777` file, or a link to one, at the path root will
-//! write; root must never end up owning a set-ID or world-writable file, and a link is refused
-//! with the target untouched.
+//! Every file the tool writes goes through one writer with one mode rule. Another user
+//! (`nobody`) plants a `06777` file, or a link to one, at the path root will write; root must
+//! never end up owning a set-ID or world-writable file, and a link is refused with the target
+//! untouched. A private file of that user (0640, 0600) that root rewrites stays as private:
+//! another user's bits are intersected with the new-file mode, never widened.
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -78,6 +79,11 @@ fn shared_dir(host: &FakeHost) -> PathBuf {
 
 /// As `nobody`: `file` holding `content` with mode 06777, and `link` pointing to it.
 fn plant(file: &Path, link: &Path, content: &str) {
+    plant_with_mode(file, link, content, 0o6777);
+}
+
+/// As `nobody`: `file` holding `content` with mode `mode`, and `link` pointing to it.
+fn plant_with_mode(file: &Path, link: &Path, content: &str, mode: u32) {
     for path in [file, link] {
         let _ = fs::remove_file(path);
     }
@@ -86,14 +92,15 @@ fn plant(file: &Path, link: &Path, content: &str) {
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(system_program("sh"))
             .arg("-c")
-            .arg(r#"printf %s "$1" > "$2" && chmod 06777 "$2" && ln -s "$2" "$3""#)
+            .arg(r#"printf %s "$1" > "$2" && chmod "$4" "$2" && ln -s "$2" "$3""#)
             .args(["sh", content])
             .arg(file)
-            .arg(link),
+            .arg(link)
+            .arg(format!("{mode:o}")),
     );
     assert_eq!(run.code, 0, "{}", run.render());
     let meta = fs::symlink_metadata(file).unwrap();
-    assert_eq!((meta.uid(), meta.mode() & 0o7777), (NOBODY, 0o6777));
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (NOBODY, mode));
 }
 
 /// The mode a new file gets from a process with this one's umask (the binary inherits it).
@@ -143,6 +150,44 @@ fn another_users_set_id_file_never_becomes_roots() {
             content,
             "{name}: not written"
         );
+    }
+}
+
+/// Root rewriting another user's private file (in that user's own directory, as a run
+/// directory is) keeps the owner and never widens the mode, for every output.
+#[test]
+fn another_users_private_file_stays_private() {
+    if !running_as_root()
+        || !Path::new("/usr/bin/setpriv").exists() && !Path::new("/bin/setpriv").exists()
+    {
+        eprintln!("skipping: needs root and setpriv");
+        return;
+    }
+    let host = FakeHost::new();
+    let shared = shared_dir(&host);
+    let home = shared.join("nobody");
+    fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
+    let (file, link) = (home.join("out"), home.join("link"));
+    for before in [0o640, 0o600] {
+        for (name, args, content, new_mode) in outputs(&host, file.to_str().unwrap()) {
+            plant_with_mode(&file, &link, content, before);
+            let run = run(&host, &args);
+            run.assert_discipline(name);
+            assert_ne!(run.code, 2, "{name}: the write failed\n{}", run.render());
+            let meta = fs::symlink_metadata(&file).unwrap();
+            assert_eq!(
+                (meta.uid(), meta.gid(), meta.mode() & 0o7777),
+                (NOBODY, NOBODY, before & umask_rule(&shared, new_mode)),
+                "{name}: {before:04o} was not kept within the new-file mode"
+            );
+            assert_eq!(meta.mode() & 0o077 & !before, 0, "{name}: widened");
+            assert_ne!(
+                fs::read_to_string(&file).unwrap(),
+                content,
+                "{name}: not written"
+            );
+        }
     }
 }
 

@@ -120,6 +120,7 @@ fn brief_check_and_doctor_agree_with_their_json_verdicts_on_every_fixture() {
     fixtures.sort();
     assert!(fixtures.len() > 10);
     let host = FakeHost::new();
+    let mut unknown = 0;
     for fixture in &fixtures {
         let snapshot = fixture.to_str().expect("UTF-8");
         let json = host.run(&args("check", &MPS_REQUEST, &["--snapshot", snapshot]));
@@ -129,11 +130,6 @@ fn brief_check_and_doctor_agree_with_their_json_verdicts_on_every_fixture() {
             &["--snapshot", snapshot, "--format", "brief"],
         ));
         let what = format!("check --format brief {snapshot}");
-        assert_eq!(brief.code, json.code, "{what}\n{}", brief.render());
-        assert_eq!(
-            brief.stderr, json.stderr,
-            "{what}: stderr keeps the full messages"
-        );
         let doctor = host.run(&args(
             "doctor",
             &MPS_REQUEST,
@@ -144,6 +140,25 @@ fn brief_check_and_doctor_agree_with_their_json_verdicts_on_every_fixture() {
             &MPS_REQUEST,
             &["--snapshot", snapshot, "--format", "brief"],
         ));
+        if json.code == 1 && !tools_not_started(fixture).is_empty() {
+            // The capturing observer's own tools were missing: not the node's health.
+            for (run, full) in [(&brief, &json), (&doctor_brief, &doctor)] {
+                assert_brief(run, 2, "UNKNOWN: could not start nvidia-", 80, &what);
+                assert!(
+                    run.stderr.starts_with("error: could not start ")
+                        && run.stderr.ends_with(&full.stderr),
+                    "{what}: stderr says why, then keeps the full messages\n{}",
+                    run.render()
+                );
+            }
+            unknown += 1;
+            continue;
+        }
+        assert_eq!(brief.code, json.code, "{what}\n{}", brief.render());
+        assert_eq!(
+            brief.stderr, json.stderr,
+            "{what}: stderr keeps the full messages"
+        );
         assert_eq!(doctor_brief.code, doctor.code, "{what}");
         match json.code {
             0 => {
@@ -174,6 +189,83 @@ fn brief_check_and_doctor_agree_with_their_json_verdicts_on_every_fixture() {
             }
         }
     }
+    assert!(
+        unknown >= 2,
+        "the fixtures of missing tools were not judged"
+    );
+}
+
+/// The tools a snapshot records as not started (its `spawn_failed` queries), read from the
+/// file itself rather than from the policy under test.
+fn tools_not_started(snapshot: &Path) -> Vec<&'static str> {
+    let facts: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(snapshot).expect("read")).expect("JSON");
+    [
+        ("gpu_query", "nvidia-smi"),
+        ("daemon_query", "nvidia-cuda-mps-control"),
+    ]
+    .into_iter()
+    .filter(|(key, _)| facts[key]["outcome"]["status"] == "spawn_failed")
+    .map(|(_, program)| program)
+    .collect()
+}
+
+/// The probe's own NVIDIA tools missing where it runs (a container without them) is its
+/// configuration, not the node's health: Unknown (2), naming the tools, from `probe`, `doctor`
+/// and the shipped NPD rule; only the tool that is missing is named. The JSON verdict is still
+/// a rejection (1), and a tool that started and failed is still the node's problem (1).
+#[test]
+fn brief_is_unknown_when_the_probes_own_tools_are_missing() {
+    let bare = FakeHost::new(); // PATH holds no NVIDIA tool at all
+    let mut no_control = FakeHost::new();
+    no_control.one_gpu().socket();
+    let mut no_smi = FakeHost::new();
+    no_smi.daemon_answers("4242\n").socket();
+    for (host, line) in [
+        (
+            &bare,
+            "UNKNOWN: could not start nvidia-smi, nvidia-cuda-mps-control\n",
+        ),
+        (
+            &no_control,
+            "UNKNOWN: could not start nvidia-cuda-mps-control\n",
+        ),
+        (&no_smi, "UNKNOWN: could not start nvidia-smi\n"),
+    ] {
+        for command in ["probe", "doctor"] {
+            let run = host.run(&args(command, &MPS_REQUEST, &["--format", "brief"]));
+            assert_brief(&run, 2, "UNKNOWN: ", 80, line);
+            assert_eq!(run.stdout, line, "{command}\n{}", run.render());
+            assert!(
+                run.stderr.starts_with("error: could not start ")
+                    && run
+                        .stderr
+                        .contains("NVIDIA_DRIVER_CAPABILITIES=compute,utility"),
+                "{command}\n{}",
+                run.render()
+            );
+        }
+        let json = host.run(&args("probe", &MPS_REQUEST, &[]));
+        assert_eq!(json.code, 1, "{}", json.render());
+    }
+    let rules = npd_config()["rules"].as_array().expect("rules").clone();
+    for rule in &rules {
+        let textfiles = bare.root().join("textfile");
+        fs::create_dir_all(&textfiles).expect("textfile dir");
+        let run = run_rule(&bare, rule, &textfiles);
+        assert_brief(
+            &run,
+            2,
+            "UNKNOWN: could not start ",
+            80,
+            "the NPD rule, no tools",
+        );
+    }
+    // A tool that started and failed is the node's.
+    let mut gone = FakeHost::new();
+    gone.one_gpu().daemon_gone().socket();
+    let run = gone.run(&args("probe", &MPS_REQUEST, &["--format", "brief"]));
+    assert_brief(&run, 1, "daemon-unreachable: ", 80, "daemon gone");
 }
 
 #[test]

@@ -361,3 +361,40 @@ fn the_owner_and_group_are_kept_when_the_writer_may_set_them() {
     );
     assert_eq!(read_json_file(&path).unwrap()[MANIFEST_KEY]["rank"], 0);
 }
+
+/// Root recording evidence in the manifest of `nobody` (in `nobody`'s own directory) keeps the
+/// owner and never widens the mode: 0640 stays 0640, 0600 stays 0600.
+#[test]
+fn root_writing_another_users_private_manifest_keeps_it_private() {
+    use std::os::unix::fs::MetadataExt as _;
+    const NOBODY: u32 = 65534;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping: giving a file to another user needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("nobody");
+    fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
+    for before in [0o640, 0o600] {
+        let path = home.join(format!("run-{before:o}.json"));
+        fs::write(&path, br#"{"seed": 1}"#).unwrap();
+        std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(before)).unwrap();
+        record_in_manifest(&path, &evidence()).unwrap();
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid(), meta.mode() & 0o7777),
+            (NOBODY, NOBODY, before),
+            "{before:04o}"
+        );
+        let written = read_json_file(&path).unwrap();
+        assert_eq!(
+            (
+                written["seed"].clone(),
+                written[MANIFEST_KEY]["rank"].clone()
+            ),
+            (json!(1), json!(0))
+        );
+    }
+}

@@ -66,23 +66,67 @@ fn an_own_file_keeps_its_permission_bits_but_never_set_id_or_sticky_bits() {
     }
 }
 
-/// Issue 21 part 1: another user's `06777` file at the path must not come back as root's
-/// set-ID, world-writable file. Its bits are not kept: the new-file rule applies.
+/// `before`, given to `nobody` at a fresh path in `dir`, rewritten by this (root) process with
+/// `options`: the mode and owner the rewritten file has.
+fn rewrite_nobodys_file(dir: &Path, before: u32, options: WriteOptions) -> (u32, u32) {
+    let path = dir.join(format!("nobody-{before:o}.json"));
+    fs::write(&path, b"theirs").unwrap();
+    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(before)).unwrap();
+    assert_eq!(mode(&path), before);
+    write_file(&path, b"ours", "the test file", options).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"ours");
+    (mode(&path), fs::symlink_metadata(&path).unwrap().uid())
+}
+
+/// Another user's file is never widened: its bits intersected with the new-file rule. A
+/// `06777` file planted at the path must not come back set-ID and world-writable, and a private
+/// 0640 or 0600 file must not become readable by everyone.
 #[test]
-fn another_users_set_id_file_gets_the_new_file_rule() {
+fn another_users_file_gets_its_bits_intersected_with_the_new_file_rule() {
     if !running_as_root() {
         eprintln!("skipping: giving a file to another user needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("planted.json");
-    fs::write(&path, b"planted").unwrap();
-    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o6777)).unwrap();
-    write_file(&path, b"ours", "the test file", WriteOptions::new()).unwrap();
-    let meta = fs::symlink_metadata(&path).unwrap();
-    assert_eq!(meta.mode() & 0o7777, new_file_rule(dir.path()));
-    assert_eq!(fs::read(&path).unwrap(), b"ours");
+    let rule = new_file_rule(dir.path());
+    for (before, after) in [
+        (0o6777, rule),
+        (0o7777, rule),
+        (0o640, 0o640 & rule),
+        (0o600, 0o600 & rule),
+        (0o604, 0o604 & rule),
+        (0o4755, 0o755 & rule),
+        (0o666, rule),
+    ] {
+        let (mode, owner) = rewrite_nobodys_file(dir.path(), before, WriteOptions::new());
+        assert_eq!(mode, after, "{before:04o} became {mode:04o}");
+        assert_eq!(owner, NOBODY, "{before:04o}: the owner was not kept");
+    }
+    if rule == 0o644 {
+        // The usual umask (022): the examples of the docs, literally.
+        for (before, after) in [(0o6777, 0o644), (0o640, 0o640), (0o600, 0o600)] {
+            let (mode, _) = rewrite_nobodys_file(dir.path(), before, WriteOptions::new());
+            assert_eq!(mode, after, "{before:04o} became {mode:04o}");
+        }
+    }
+}
+
+/// The caller's new-file mode narrows another user's file too (the textfile's 0644 turns a
+/// group-writable 0664 file into 0644), and never widens it (0600 stays 0600).
+#[test]
+fn another_users_file_is_narrowed_by_the_callers_new_file_mode() {
+    if !running_as_root() {
+        eprintln!("skipping: giving a file to another user needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rule = new_file_rule(dir.path());
+    let options = WriteOptions::new().new_file_mode(0o644);
+    for (before, after) in [(0o664, 0o644), (0o600, 0o600), (0o6777, 0o644)] {
+        let (mode, _) = rewrite_nobodys_file(dir.path(), before, options);
+        assert_eq!(mode, after & rule, "{before:04o} became {mode:04o}");
+    }
 }
 
 #[test]

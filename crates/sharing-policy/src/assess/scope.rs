@@ -10,14 +10,22 @@ use crate::{Code, Finding};
 const VERIFY: &str = "run the probe as root or as the daemon's user, so that the daemon's /proc/<pid>/environ is readable (with --require-verified this is a rejection)";
 
 /// For a root caller when the daemon's process was not identified: root sees every process of
-/// its PID namespace, so the daemon is not running, or runs elsewhere.
-const FIND_DAEMON: &str = "check that the control daemon runs in this PID namespace (`ps -C nvidia-cuda-mps-control`; a 550+ daemon's pid file names its PID), then probe again: the probe already runs as root, so /proc hides nothing of this namespace (with --require-verified this is a rejection)";
+/// its PID namespace, unless /proc is mounted with hidepid and root lacks `CAP_SYS_PTRACE`
+/// (hidepid shows a process to a reader that could trace it, and a reader without every
+/// capability of the process needs `CAP_SYS_PTRACE` for that). So the daemon is not running,
+/// runs elsewhere, or the capability is missing, the likely cause in a container.
+const FIND_DAEMON: &str = "check that the control daemon runs in this PID namespace (`ps -C nvidia-cuda-mps-control`; a 550+ daemon's pid file names its PID), then probe again. The probe runs as root; if the daemon does run here, the likely cause is that the probe lacks CAP_SYS_PTRACE (a container's default capabilities do not include it) and /proc is mounted with hidepid: give it CAP_SYS_PTRACE (Kubernetes: securityContext.capabilities.add: [\"SYS_PTRACE\"]; docker run --cap-add SYS_PTRACE) (with --require-verified this is a rejection)";
 
 /// When the daemon's process exited while it was read.
 const DAEMON_GONE: &str = "probe again: the daemon's process no longer exists (it exited or restarted while it was read); if this repeats, check the daemon (with --require-verified this is a rejection)";
 
-/// When the caller is root and /proc still hides the daemon's environment.
-const HIDDEN_FROM_ROOT: &str = "run the probe in the daemon's PID namespace (not in another container) and where /proc is not mounted with hidepid: it already runs as root (with --require-verified this is a rejection)";
+/// When the caller is root and /proc still hides the daemon's environment: reading another
+/// process's environment takes, besides the same user, every capability that process has, or
+/// `CAP_SYS_PTRACE`. A root probe in a container (Docker's and Kubernetes' default capability
+/// set has no `CAP_SYS_PTRACE`) reading a host daemon that runs with full capabilities is
+/// refused, so the missing capability is the likely cause; another PID namespace or hidepid
+/// are the others.
+const HIDDEN_FROM_ROOT: &str = "give the probe CAP_SYS_PTRACE, the likely cause since it already runs as root: /proc shows a process's environment only to a reader holding every capability that process has, or CAP_SYS_PTRACE, which a container's default capabilities do not include (Kubernetes: securityContext.capabilities.add: [\"SYS_PTRACE\"]; docker run --cap-add SYS_PTRACE); and run it in the daemon's PID namespace (hostPID, not another container's) (with --require-verified this is a rejection)";
 
 /// When the snapshot predates the daemon's process observation (v1).
 const RECAPTURE: &str = "capture the host again with this version, which records the daemon's process (with --require-verified this is a rejection)";

@@ -370,10 +370,57 @@ fn daemon_scope_unverified_advice_fits_the_facts() {
     let mut v1 = base.clone();
     v1.daemon_process = None;
     insta::assert_snapshot!("scope fix: never observed", scope_fix(&v1));
+    // A root caller that /proc refuses most likely lacks CAP_SYS_PTRACE (a container's default
+    // set): the fix names it, and never claims that /proc hides nothing from root.
+    for facts in [&unreadable(denied, 0), &not_found] {
+        let fix = scope_fix(facts);
+        assert!(
+            fix.contains("CAP_SYS_PTRACE") && fix.contains("SYS_PTRACE\"]"),
+            "{fix}"
+        );
+        assert!(!fix.contains("hides nothing"), "{fix}");
+    }
+    assert!(!scope_fix(&unreadable(denied, 1000)).contains("CAP_SYS_PTRACE"));
     for facts in [unreadable(denied, 0), unreadable(gone, 0), not_found] {
         assert!(
             !scope_fix(&facts).contains("as root or"),
             "a root caller is told to run as root"
         );
+    }
+}
+
+/// The observer's own tools that could not be started are named, in query order, with the OS
+/// error; a tool that started and failed (a driver error) or timed out is not one of them.
+#[test]
+fn the_tools_the_observer_could_not_start_are_named() {
+    let named = |name: &str| -> Vec<(&'static str, String)> {
+        sharing_policy::tools_not_started(&fixture(name))
+            .into_iter()
+            .map(|tool| (tool.program, tool.error))
+            .collect()
+    };
+    let control = named("mps-control-not-installed");
+    assert_eq!(control.len(), 1, "{control:?}");
+    assert_eq!(control[0].0, "nvidia-cuda-mps-control");
+    assert!(!control[0].1.is_empty());
+    let smi = named("learner-uuid-supplied-nvidia-smi-missing");
+    assert_eq!(
+        smi.iter().map(|(program, _)| *program).collect::<Vec<_>>(),
+        ["nvidia-smi"]
+    );
+    let mut both = fixture("mps-control-not-installed");
+    both.gpu_query = fixture("learner-uuid-supplied-nvidia-smi-missing").gpu_query;
+    let programs: Vec<_> = sharing_policy::tools_not_started(&both)
+        .into_iter()
+        .map(|tool| tool.program)
+        .collect();
+    assert_eq!(programs, ["nvidia-smi", "nvidia-cuda-mps-control"]);
+    for started in [
+        "healthy-socket-with-server",
+        "nvidia-smi-driver-failure",
+        "frozen-daemon",
+        "stale-socket-after-daemon-death",
+    ] {
+        assert_eq!(named(started), [], "{started}");
     }
 }

@@ -31,17 +31,28 @@ const CANDIDATE_CAP: usize = 32;
 /// The most listed servers whose process is read.
 pub(crate) const SERVER_CAP: usize = 64;
 
-/// The probing process's real and effective UIDs.
+/// The probing process's real and effective UIDs, and its effective capabilities (the hex
+/// `CapEff:` of `/proc/self/status`, when readable).
 pub fn observe_caller() -> CallerFacts {
+    let status = read_capped(Path::new("/proc"), "self", "status", STATUS_CAP).ok();
     CallerFacts {
         uid: rustix::process::getuid().as_raw(),
         euid: rustix::process::geteuid().as_raw(),
+        cap_eff: status
+            .as_deref()
+            .and_then(|bytes| field_line(bytes, "CapEff:"))
+            .and_then(|hex| u64::from_str_radix(&hex, 16).ok()),
     }
 }
 
 /// Reads at most `cap` bytes of `root/<pid>/<name>`: the bytes, or the OS error (a file longer
 /// than the cap is an error, since a cut value would be read as another value).
-fn read_capped(root: &Path, pid: i64, name: &str, cap: u64) -> Result<Vec<u8>, String> {
+fn read_capped(
+    root: &Path,
+    pid: impl std::fmt::Display,
+    name: &str,
+    cap: u64,
+) -> Result<Vec<u8>, String> {
     let path = root.join(pid.to_string()).join(name);
     let file = std::fs::File::open(path).map_err(|err| err.to_string())?;
     let mut bytes = Vec::new();

@@ -51,8 +51,8 @@ pub use gpu::{
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;
 pub use process::{
-    CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonLockFacts, DaemonSearch,
-    DaemonSearchMethod, LockFileFacts, ProcessFacts,
+    CAP_SYS_PTRACE_BIT, CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonLockFacts,
+    DaemonSearch, DaemonSearchMethod, LockFileFacts, ProcessFacts,
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};

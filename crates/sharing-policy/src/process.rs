@@ -30,7 +30,14 @@ pub struct CallerFacts {
     pub uid: u32,
     /// The effective UID (what the daemon sees on its socket, and what a server would run as).
     pub euid: u32,
+    /// The effective capability set (`CapEff:` of `/proc/self/status`), when it was read
+    /// (absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_eff: Option<u64>,
 }
+
+/// `CAP_SYS_PTRACE`'s bit in a capability set (`linux/capability.h`).
+pub const CAP_SYS_PTRACE_BIT: u32 = 19;
 
 /// One process as `/proc/<pid>` showed it, raw. A file that could not be read has its OS error
 /// in `errors`, keyed by the file's name (`status`, `comm`, `cmdline`, `environ`).

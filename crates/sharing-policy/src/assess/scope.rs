@@ -27,6 +27,15 @@ const DAEMON_GONE: &str = "probe again: the daemon's process no longer exists (i
 /// are the others.
 const HIDDEN_FROM_ROOT: &str = "give the probe CAP_SYS_PTRACE, the likely cause since it already runs as root: /proc shows a process's environment only to a reader holding every capability that process has, or CAP_SYS_PTRACE, which a container's default capabilities do not include (Kubernetes: securityContext.capabilities.add: [\"SYS_PTRACE\"]; docker run --cap-add SYS_PTRACE); and run it in the daemon's PID namespace (hostPID, not another container's) (with --require-verified this is a rejection)";
 
+/// When the caller is root and holds `CAP_SYS_PTRACE`, and /proc still hides the daemon's
+/// environment: a security module (Docker's default AppArmor profile denies reading other
+/// profiles' processes) or another PID namespace.
+const HIDDEN_DESPITE_PTRACE: &str = "run the probe in the daemon's PID namespace (hostPID, not another container's) and without a security profile that denies reading other processes (Docker's default AppArmor profile does: --security-opt apparmor=unconfined, or a profile allowing ptrace read): it already runs as root with CAP_SYS_PTRACE (with --require-verified this is a rejection)";
+
+/// When the caller is root, its effective capabilities were read, and `CAP_SYS_PTRACE` is not
+/// among them: that is the cause, said as a fact.
+const MISSING_PTRACE: &str = "give the probe CAP_SYS_PTRACE, which its effective capabilities lack: /proc shows a process's environment only to a reader holding every capability that process has, or CAP_SYS_PTRACE (Kubernetes: securityContext.capabilities.add: [\"SYS_PTRACE\"]; docker run --cap-add SYS_PTRACE); and run it in the daemon's PID namespace (hostPID) (with --require-verified this is a rejection)";
+
 /// When the snapshot predates the daemon's process observation (v1).
 const RECAPTURE: &str = "capture the host again with this version, which records the daemon's process (with --require-verified this is a rejection)";
 
@@ -44,8 +53,18 @@ fn verify_fix(context: &Context<'_>, identified: bool, why: &str) -> &'static st
         .caller
         .as_ref()
         .is_some_and(|caller| caller.euid == 0);
+    let ptrace = context
+        .facts
+        .caller
+        .as_ref()
+        .and_then(|caller| caller.cap_eff)
+        .map(|caps| caps & (1 << crate::CAP_SYS_PTRACE_BIT) != 0);
     match (root, identified) {
-        (true, true) => HIDDEN_FROM_ROOT,
+        (true, true) => match ptrace {
+            Some(true) => HIDDEN_DESPITE_PTRACE,
+            Some(false) => MISSING_PTRACE,
+            None => HIDDEN_FROM_ROOT,
+        },
         (true, false) => FIND_DAEMON,
         (false, _) => VERIFY,
     }

@@ -149,7 +149,11 @@ fn scenarios() -> Vec<(&'static str, AttestFacts)> {
     );
     out.push(("uid-unproven server gone", server_gone));
     let mut as_root = healthy();
-    as_root.caller = Some(sharing_policy::CallerFacts { uid: 0, euid: 0 });
+    as_root.caller = Some(sharing_policy::CallerFacts {
+        uid: 0,
+        euid: 0,
+        cap_eff: None,
+    });
     as_root.servers[0].process.status_uid = None;
     as_root.servers[0].process.errors.insert(
         "status".to_owned(),

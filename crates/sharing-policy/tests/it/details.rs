@@ -339,7 +339,11 @@ fn daemon_scope_unverified_advice_fits_the_facts() {
     // The caller and the listed server as one user (a root caller with a server of UID 1000
     // would be server-of-another-user, a rejection).
     let as_user = |facts: &mut sharing_policy::HostFacts, euid: u32| {
-        facts.caller = Some(sharing_policy::CallerFacts { uid: euid, euid });
+        facts.caller = Some(sharing_policy::CallerFacts {
+            uid: euid,
+            euid,
+            cap_eff: None,
+        });
         for server in facts.server_processes.iter_mut().flatten() {
             server.status_uid = Some(format!("{euid}\t{euid}\t{euid}\t{euid}"));
         }
@@ -423,4 +427,39 @@ fn the_tools_the_observer_could_not_start_are_named() {
     ] {
         assert_eq!(named(started), [], "{started}");
     }
+}
+
+/// A root probe that cannot read the daemon's environment: the fix names the missing
+/// `CAP_SYS_PTRACE` when the caller's effective capabilities show it missing, and looks
+/// elsewhere (a security profile, another namespace) when they show it held.
+#[test]
+fn the_unreadable_environ_fix_follows_the_callers_capabilities() {
+    let request = sharing_policy::Request {
+        require_verified: true,
+        ..sharing_policy::Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp")
+    };
+    let fix = |cap_eff: Option<u64>| {
+        let mut facts = crate::hosts::served("100.0\n", 0, "Default");
+        facts.caller = Some(sharing_policy::CallerFacts {
+            uid: 0,
+            euid: 0,
+            cap_eff,
+        });
+        let daemon = &mut facts.daemon_process.as_mut().unwrap().processes[0];
+        daemon.environ = None;
+        daemon.errors.insert(
+            "environ".to_owned(),
+            "Permission denied (os error 13)".to_owned(),
+        );
+        let rejection = sharing_policy::validate(&request, &facts).unwrap_err();
+        assert_eq!(
+            rejection.code(),
+            sharing_policy::Code::DaemonScopeUnverified
+        );
+        rejection.to_string()
+    };
+    let ptrace = 1_u64 << sharing_policy::CAP_SYS_PTRACE_BIT;
+    assert!(fix(Some(0x00a8_0425_fb & !ptrace)).contains("which its effective capabilities lack"));
+    assert!(fix(Some(0x01ff_ffff_ffff)).contains("AppArmor"));
+    assert!(fix(None).contains("the likely cause"));
 }

@@ -325,6 +325,7 @@ pub(crate) fn served(answer: &str, server_uid: u32, mode: &str) -> HostFacts {
     facts.caller = Some(CallerFacts {
         uid: 1000,
         euid: 1000,
+        cap_eff: None,
     });
     facts.server_processes = Some(
         answer

@@ -17,6 +17,7 @@ fn make_served(f: &mut HostFacts) {
     f.caller = Some(CallerFacts {
         uid: 1000,
         euid: 1000,
+        cap_eff: None,
     });
     let pipe = f.env.effective_pipe_directory();
     let listed = listed_server_pids(f.daemon_query.as_ref().unwrap(), &pipe);

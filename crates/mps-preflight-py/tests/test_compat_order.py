@@ -320,3 +320,18 @@ def test_visibility_indices_resolve_as_the_reference_on_one_model(
         UUIDS[0],
     )
     assert [argv for argv, _ in pci.calls] == [REFERENCE_QUERY]
+
+
+@pytest.mark.parametrize("count", [2, 4, 8])
+def test_two_devices_on_two_gpus_are_refused_for_the_reference_s_reason(
+    host: FakeHost, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    host.socket()
+    for witness in (True, False):
+        theirs, _, ours, _ = side_by_side(
+            ("mps", "cuda:0", f"cuda:{count - 1}"), same_model(count), witness=witness,
+            monkeypatch=monkeypatch,
+        )
+        assert isinstance(theirs, ValueError) and isinstance(ours, mps_preflight.Rejected)
+        assert ours.code == "different-gpus", (witness, ours)
+        assert "share one physical GPU" in str(theirs) and "share one physical GPU" in str(ours)

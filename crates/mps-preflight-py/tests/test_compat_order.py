@@ -335,3 +335,20 @@ def test_two_devices_on_two_gpus_are_refused_for_the_reference_s_reason(
         assert isinstance(theirs, ValueError) and isinstance(ours, mps_preflight.Rejected)
         assert ours.code == "different-gpus", (witness, ours)
         assert "share one physical GPU" in str(theirs) and "share one physical GPU" in str(ours)
+
+
+def test_a_torch_that_claims_any_index_supplies_only_cuda_s_ordinals(host: FakeHost) -> None:
+    host.socket()
+    torch = SimpleNamespace(
+        version=SimpleNamespace(hip=None),
+        cuda=SimpleNamespace(
+            is_available=lambda: True,
+            device_count=lambda: 10**20,
+            get_device_properties=lambda index: SimpleNamespace(uuid=UUIDS[0]),
+        ),
+    )
+    with pytest.raises(ValueError):
+        compat.probe_cuda_process_sharing(
+            "mps", "cuda:0", "cuda:99999999999", backend="mjwarp", torch_module=torch,
+            run_command=Host(same_model(2)),
+        )

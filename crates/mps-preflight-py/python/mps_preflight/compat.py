@@ -178,7 +178,8 @@ def _torch_uuids(torch_module: Any, *devices: object) -> dict[int, str]:
     try:
         if not torch_module.cuda.is_available():
             return {}
-        count = int(torch_module.cuda.device_count())
+        # An index past CUDA's 32-bit ordinals names no device, whatever the module claims.
+        count = min(int(torch_module.cuda.device_count()), 2**32)
         for index in sorted(indices):
             if index < count:
                 properties = torch_module.cuda.get_device_properties(index)

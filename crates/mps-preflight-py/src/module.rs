@@ -34,20 +34,23 @@ use crate::spec::{Spec, deadline};
 /// (Ctrl-C's `KeyboardInterrupt`), every running query's process group is killed and reaped,
 /// the observation is joined, and the exception propagates: no query outlives the call.
 ///
-/// With `run_command` and `reference` (the reference's drop-in asks), the reference's own
-/// queries are sent through it ([`crate::reference`]) from this thread, with the GIL, one after
-/// the other, as the reference sends them ([`CallingThreadRunner`]).
+/// With `run_command` and `reference` (the reference's drop-in asks, for this request and
+/// what its torch reported), the reference's own queries are sent through it
+/// ([`crate::reference`]) from this thread, with the GIL, one after the other, as the
+/// reference sends them ([`CallingThreadRunner`]).
 fn observe(
     py: Python<'_>,
     options: &ProbeOptions,
     run_command: Option<Py<PyAny>>,
-    reference: bool,
+    reference: Option<(&sharing_policy::Request, &Spec)>,
 ) -> PyResult<HostFacts> {
-    if let (Some(call), true) = (&run_command, reference) {
+    if let (Some(call), Some((request, spec))) = (&run_command, reference) {
         // The reference's queries, one after the other on this thread, as the reference
-        // sends them: no observation thread (issue 25).
+        // sends them: no observation thread.
         let runner = CallingThreadRunner::new(call.clone_ref(py));
-        let facts = crate::reference::capture(mps_host::read_env(), &runner, options);
+        let witness = Some(spec.cuda_device_uuids.clone()).filter(|uuids| !uuids.is_empty());
+        let env = mps_host::read_env();
+        let facts = crate::reference::capture(env, &runner, options, request, witness);
         return runner.take_interrupt().map_or(Ok(facts), Err);
     }
     let runner = run_command.map(PyRunner::new);
@@ -144,7 +147,13 @@ fn probe(
     run_command: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyTuple>> {
     let (request, options) = options(&spec)?;
-    let facts = observe(py, &options, run_command, spec.compat)?;
+    let reference = spec.compat.then_some((&request, &spec));
+    let mut facts = observe(py, &options, run_command, reference)?;
+    if spec.compat && facts.cuda_device_uuids.is_none() && !spec.cuda_device_uuids.is_empty() {
+        // The drop-in's torch, on this project's own queries: what it reports proves index
+        // order for its indices there too.
+        facts.cuda_device_uuids = Some(spec.cuda_device_uuids.clone());
+    }
     convert::verdict(py, &policy::judge(&request, &facts))
 }
 
@@ -176,7 +185,7 @@ fn doctor(
 ) -> PyResult<Bound<'_, PyTuple>> {
     let (request, options) = options(&spec)?;
     let facts = if path.is_none() && text.is_none() {
-        observe(py, &options, None, false)?
+        observe(py, &options, None, None)?
     } else {
         match load(&spec, path.as_ref(), text.as_ref()) {
             Ok(facts) => facts,
@@ -206,7 +215,7 @@ fn capture(
         observe_cuda: true,
         ..ProbeOptions::default()
     };
-    let facts = observe(py, &options, run_command, false)?;
+    let facts = observe(py, &options, run_command, None)?;
     let value = serde_json::to_value(&facts)
         .map_err(|err| PyRuntimeError::new_err(format!("cannot encode the snapshot: {err}")))?;
     convert::to_py(py, &value)
@@ -250,7 +259,8 @@ fn merge(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Bound<'_, PyTuple>> {
 }
 
 /// The compat layer's `resolve_mps_visibility_entries`: the `nvidia-smi` table query (the
-/// reference's own, through an injected `run_command`; this project's, run by the process
+/// reference's own, through an injected `run_command`, followed by the models query where it
+/// shows several GPUs and the order is not `PCI_BUS_ID`; this project's, run by the process
 /// runner, without one), then the entries are rewritten by gpu-uuid's `mps_visibility_entries`
 /// and index order is checked by the policy's rule, as `visibility` does. Messages name the
 /// entries, as the reference's do. `("ok", entries)` or `("rejected", code, message, [])`.
@@ -269,24 +279,28 @@ fn visibility_with<'py>(
         Err(err) => return rejected(err.to_string()).into_pyobject(py),
     }
     let timeout = deadline(timeout).map_err(PyValueError::new_err)?;
-    let record = if let Some(run_command) = run_command {
+    let env = mps_host::read_env();
+    let tables = if let Some(run_command) = run_command {
         let runner = PyRunner::new(run_command);
-        let query = crate::reference::gpu_query(timeout);
-        py.detach(|| mps_host::Runner::run(&runner, &query))
+        reference_tables(py, &runner, &env, timeout)
     } else {
         let query = mps_host::gpu_query(timeout);
-        py.detach(|| mps_host::Runner::run(&mps_host::ProcessRunner::default(), &query))
+        let record =
+            py.detach(|| mps_host::Runner::run(&mps_host::ProcessRunner::default(), &query));
+        sharing_policy::host_gpu_table(&record).map(|table| {
+            let doubt = (!sharing_policy::index_order_trusted(&env, &table)).then(|| {
+                let names: Vec<&str> = table.rows().iter().map(|row| row.name.as_str()).collect();
+                format!("the host GPUs are different models ({})", names.join(", "))
+            });
+            (table, doubt)
+        })
     };
-    let table = match sharing_policy::host_gpu_table(&record) {
-        Ok(table) => table,
+    let (table, doubt) = match tables {
+        Ok(tables) => tables,
         Err(why) => {
-            let what = gpu_uuid::mps_visibility_entries(mask, None)
-                .err()
-                .map(|err| err.to_string())
-                .unwrap_or_default();
             let what = match gpu_uuid::mps_visibility_entries(mask, None) {
                 Err(err) => reference_unresolved(&err),
-                Ok(_) => what,
+                Ok(_) => String::new(),
             };
             return rejected(format!("{what} (the table is unavailable because {why})"))
                 .into_pyobject(py);
@@ -296,14 +310,42 @@ fn visibility_with<'py>(
         Ok(entries) => entries,
         Err(err) => return rejected(reference_unresolved(&err)).into_pyobject(py),
     };
-    if !sharing_policy::index_order_trusted(&mps_host::read_env(), &table) {
-        let why = sharing_policy::Code::AmbiguousDeviceOrder.why();
+    if let Some(why) = doubt {
+        let order = env.cuda_device_order.as_ref().map_or_else(
+            || "CUDA_DEVICE_ORDER is unset".to_owned(),
+            |order| {
+                format!(
+                    "CUDA_DEVICE_ORDER={}",
+                    sharing_policy::quote_name(order.as_bytes())
+                )
+            },
+        );
         return rejected(format!(
-            "CUDA_VISIBLE_DEVICES entries {mask:?} select GPUs by index, but index order cannot be trusted on this host: {why} Set CUDA_DEVICE_ORDER=PCI_BUS_ID, or write the entries as `GPU-` UUIDs from `nvidia-smi -L`"
+            "CUDA_VISIBLE_DEVICES entries {mask:?} select GPUs by index, but index order cannot be trusted on this host: {why}, and {order}, so CUDA's device order may differ from nvidia-smi's. Set CUDA_DEVICE_ORDER=PCI_BUS_ID, or write the entries as `GPU-` UUIDs from `nvidia-smi -L`"
         ))
         .into_pyobject(py);
     }
     ("ok", entries).into_pyobject(py)
+}
+
+/// The reference's GPU table through the caller's `run_command`, and why index order is in
+/// doubt on it, if it is. Where it shows more than one GPU and `CUDA_DEVICE_ORDER` is not
+/// `PCI_BUS_ID`, the models query follows ([`crate::reference::models_query`]): GPUs of one
+/// model are numbered alike by CUDA and `nvidia-smi`.
+fn reference_tables(
+    py: Python<'_>,
+    runner: &PyRunner,
+    env: &sharing_policy::EnvFacts,
+    timeout: Duration,
+) -> Result<(gpu_uuid::GpuTable, Option<String>), sharing_policy::HostTableError> {
+    let run = |query: mps_host::Query| py.detach(|| mps_host::Runner::run(runner, &query));
+    let record = run(crate::reference::gpu_query(timeout));
+    let (table, doubt) = sharing_policy::reference_gpu_table(env, &record, None)?;
+    if doubt.is_none() {
+        return Ok((table, doubt));
+    }
+    let models = run(crate::reference::models_query(timeout));
+    sharing_policy::reference_gpu_table(env, &record, Some(&models))
 }
 
 /// The reference's message for an index entry with no host UUID, word for word, then what was

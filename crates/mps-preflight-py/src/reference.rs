@@ -6,14 +6,20 @@
 //! servers' users, or the daemon's scope: the snapshot is a v1 one, and those are unverified
 //! exactly as for any v1 snapshot. The control pipe and the pid file are read from this host,
 //! as the reference reads them.
+//!
+//! Nor do they name the GPUs' models, which index order needs on a host of several GPUs
+//! (CUDA numbers them fastest first, `nvidia-smi` in PCI order). Where the caller's torch
+//! proves a device's UUID (`cuda_device_uuids`), that index needs nothing more; otherwise,
+//! only where the `index,uuid` answer shows more than one GPU and `CUDA_DEVICE_ORDER` is not
+//! `PCI_BUS_ID`, one more `nvidia-smi` query asks the models ([`models_query`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mps_host::{PIPE_DIRECTORY_VAR, ProbeOptions, Query, Runner};
 use sharing_policy::{
-    DAEMON_QUERY_PROGRAM, EnvFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText,
-    REFERENCE_DAEMON_STDIN, REFERENCE_GPU_QUERY_ARGS, SCHEMA_V1,
+    DAEMON_QUERY_PROGRAM, EnvFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, MODELS_QUERY_ARGS,
+    OsText, REFERENCE_DAEMON_STDIN, REFERENCE_GPU_QUERY_ARGS, Request, SCHEMA_V1,
 };
 
 /// The reference's GPU query: `nvidia-smi --query-gpu=index,uuid --format=csv,noheader`.
@@ -25,6 +31,16 @@ pub fn gpu_query(timeout: Duration) -> Query {
         env: BTreeMap::new(),
         env_removed: Vec::new(),
         timeout,
+    }
+}
+
+/// The GPUs' models, asked after [`gpu_query`] only where its two columns leave index order in
+/// doubt: `nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader`, with the same
+/// deadline and keywords.
+pub fn models_query(timeout: Duration) -> Query {
+    Query {
+        args: MODELS_QUERY_ARGS.map(str::to_owned).to_vec(),
+        ..gpu_query(timeout)
     }
 }
 
@@ -42,17 +58,30 @@ pub fn daemon_query(directory: &OsText, timeout: Duration) -> Query {
     }
 }
 
-/// Observes the host as the reference does, its two queries sent through `runner`: the GPU
-/// query, then, when a socket or FIFO is at the control path (the reference asks the daemon
-/// only then), the daemon query. A v1 snapshot: nothing of v2 is recorded.
-pub fn capture(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) -> HostFacts {
+/// Observes the host as the reference does, its queries sent through `runner`: the GPU query;
+/// the models query when `request` needs it ([`sharing_policy::needs_gpu_models`]: more than
+/// one GPU, `CUDA_DEVICE_ORDER` not `PCI_BUS_ID`, and a device not proven by
+/// `cuda_device_uuids`, what the caller's torch reports per index); then, when a socket or
+/// FIFO is at the control path (the reference asks the daemon only then), the daemon query. A
+/// v1 snapshot: nothing of v2 is recorded.
+pub fn capture(
+    env: EnvFacts,
+    runner: &dyn Runner,
+    options: &ProbeOptions,
+    request: &Request,
+    cuda_device_uuids: Option<BTreeMap<u32, String>>,
+) -> HostFacts {
     let mut facts = HostFacts::unobserved(std::env::consts::OS, env);
     SCHEMA_V1.clone_into(&mut facts.schema);
     facts.learner_uuid.clone_from(&options.learner_uuid);
+    facts.cuda_device_uuids = cuda_device_uuids;
     if !options.observe_cuda {
         return facts;
     }
     facts.gpu_query = Some(runner.run(&gpu_query(options.timeout)));
+    if sharing_policy::needs_gpu_models(request, &facts) {
+        facts.gpu_models_query = Some(runner.run(&models_query(options.timeout)));
+    }
     let pipe = mps_host::observe_control_pipe(&facts.env);
     if matches!(pipe.stat.kind, FileKind::Socket | FileKind::Fifo) {
         let directory = facts.env.effective_pipe_directory();
@@ -67,7 +96,7 @@ pub fn capture(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) -> Ho
 mod tests {
     use std::sync::Mutex;
 
-    use sharing_policy::{CapturedText, QueryOutcome, QueryRecord, Request};
+    use sharing_policy::{CapturedText, QueryOutcome, QueryRecord};
 
     use super::*;
 
@@ -108,7 +137,8 @@ mod tests {
         let double = Double {
             asked: Mutex::new(Vec::new()),
         };
-        let facts = capture(env, &double, &ProbeOptions::default());
+        let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        let facts = capture(env, &double, &ProbeOptions::default(), &request, None);
         let asked = double.asked.into_inner().unwrap();
         assert_eq!(asked.len(), 2);
         assert_eq!(
@@ -119,7 +149,7 @@ mod tests {
         assert!(asked[1].args.is_empty() && asked[1].env_removed.is_empty());
         assert_eq!(facts.schema, SCHEMA_V1);
 
-        let mut request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        let mut request = request;
         request.vocabulary = sharing_policy::Vocabulary::Reference;
         let evidence = sharing_policy::validate(&request, &facts).unwrap();
         assert_eq!(evidence.server_pid, Some(4428));

@@ -1,5 +1,6 @@
 //! What one Python call asks for: the request, and how patiently to observe the host.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mps_host::ProbeOptions;
@@ -26,6 +27,10 @@ pub struct Spec {
     pub supported_backends: Vec<String>,
     /// The learner's GPU UUID as its own CUDA runtime reports it.
     pub learner_uuid: Option<String>,
+    /// What this process's CUDA runtime reports per device index (`cuda:N` → UUID): the
+    /// drop-in's `torch_module`, asked for the learner's and the collector's indices. Empty for
+    /// the native API.
+    pub cuda_device_uuids: BTreeMap<u32, String>,
     /// The deadline of each host query, in seconds.
     pub timeout: f64,
     /// Reject what could not be verified instead of listing it in the evidence's `unverified`
@@ -58,6 +63,7 @@ impl Spec {
             world_size: 1,
             supported_backends: vec![sharing_policy::DEFAULT_SUPPORTED_BACKEND.to_owned()],
             learner_uuid: None,
+            cuda_device_uuids: BTreeMap::new(),
             timeout: mps_host::DEFAULT_TIMEOUT.as_secs_f64(),
             require_verified: false,
             compat: false,

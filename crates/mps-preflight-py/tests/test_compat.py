@@ -291,7 +291,8 @@ def test_resolve_mps_visibility_entries_through_a_run_command(host: FakeHost) ->
     assert "--devices" not in str(native.value)
     with pytest.raises(ValueError, match="the table is unavailable"):
         compat.resolve_mps_visibility_entries(["0"], run_command=FakeRun())
-    # The 2-column table names no model: two GPUs by index need CUDA_DEVICE_ORDER=PCI_BUS_ID.
+    # A double that answers only the 2-column table to the models query too names no model:
+    # two GPUs by index then need CUDA_DEVICE_ORDER=PCI_BUS_ID.
     two = FakeRun(**{"nvidia-smi": f"0, {GPU0}\n1, {GPU1}\n"})
     with pytest.raises(ValueError, match="index order cannot be trusted"):
         compat.resolve_mps_visibility_entries(["1"], run_command=two)

@@ -98,10 +98,10 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     }
     evidence.daemon_pid = served::pid_file_claim(facts);
 
-    let text = gpu::host_text(facts.gpu_query.as_ref());
+    let text = gpu::host_text(facts);
     let table = gpu::parse_table(&text);
     // The mask is parsed and resolved once for both devices, as `assess` does.
-    let visible = gpu::visible(env, &table);
+    let visible = gpu::visible(facts, &text, &table);
     let resolve = |index: u32| visible.as_ref().ok()?.uuid(index).ok();
     if let Some(index) = learner_index {
         evidence.learner_gpu_uuid = match &facts.learner_uuid {

@@ -158,6 +158,18 @@ pub struct HostFacts {
     pub pid_file: Option<PidFileFacts>,
     /// The learner's GPU UUID as its own CUDA runtime reported it, when the caller gave one.
     pub learner_uuid: Option<String>,
+    /// The UUID this process's own CUDA runtime reports for each device index it was asked
+    /// about (`cuda:N` → UUID; the drop-in's `torch_module`). One equal to the host table's row
+    /// that the index maps to proves CUDA's device order for that index. Absent when no
+    /// runtime was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_device_uuids: Option<BTreeMap<u32, String>>,
+    /// The GPU models query ([`crate::MODELS_QUERY_ARGS`]) the drop-in asks after the
+    /// reference's `index,uuid` query, which names no model: only when that table shows more
+    /// than one GPU, `CUDA_DEVICE_ORDER` is not `PCI_BUS_ID` and no device of the request is
+    /// proven by [`Self::cuda_device_uuids`] ([`crate::needs_gpu_models`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_models_query: Option<QueryRecord>,
     /// v2: the probing process's user IDs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerFacts>,
@@ -191,6 +203,8 @@ impl HostFacts {
             daemon_query: None,
             pid_file: None,
             learner_uuid: None,
+            cuda_device_uuids: None,
+            gpu_models_query: None,
             caller: None,
             server_processes: None,
             daemon_process: None,

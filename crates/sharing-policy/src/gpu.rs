@@ -2,13 +2,18 @@
 //! GPU table, without initialising CUDA (deliberate changes 1–3).
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
 use gpu_uuid::{GpuTable, GpuTableView, GpuUuid, Placement, ResolveError, TABLE_QUERY_ARGS};
 
 use crate::device::Role;
 use crate::text::repr;
-use crate::{Code, EnvFacts, GPU_QUERY_PROGRAM, OsText, QueryOutcome, QueryRecord};
+use crate::{Code, EnvFacts, GPU_QUERY_PROGRAM, HostFacts, OsText, QueryOutcome, QueryRecord};
+
+mod reference;
+
+pub use reference::{
+    MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS, needs_gpu_models, reference_gpu_table,
+};
 
 /// The `nvidia-smi` arguments of schema v2's host GPU query: the compute mode and the driver
 /// version, then [`TABLE_QUERY_ARGS`]'s four columns, in one process. Neither new column holds
@@ -17,13 +22,6 @@ pub const GPU_QUERY_ARGS: [&str; 2] = [
     "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
     "--format=csv,noheader",
 ];
-
-/// The reference module's GPU query (`nvidia-smi --query-gpu=index,uuid --format=csv,noheader`),
-/// which the reference's drop-in sends through a caller's `run_command` double: two columns,
-/// so the GPUs' models are unknown (index order is then trusted only under
-/// `CUDA_DEVICE_ORDER=PCI_BUS_ID` or with one GPU) and the compute mode is unverified, as for a
-/// v1 snapshot.
-pub const REFERENCE_GPU_QUERY_ARGS: [&str; 2] = ["--query-gpu=index,uuid", "--format=csv,noheader"];
 
 /// The v2 columns of one GPU row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +39,9 @@ pub(crate) struct GpuExtras<'a> {
 pub(crate) struct TableText<'a> {
     rows: Cow<'a, str>,
     pub(crate) extras: Vec<GpuExtras<'a>>,
+    /// Why the GPUs' models are unknown, when they are (the reference's `index,uuid` query
+    /// names none, and no models query answered for it): each row then has a model of its own.
+    pub(crate) unknown_models: Option<String>,
 }
 
 impl TableText<'_> {
@@ -80,35 +81,7 @@ fn split_extras(stdout: &str) -> Result<TableText<'_>, HostTableError> {
     Ok(TableText {
         rows: Cow::Owned(rows),
         extras,
-    })
-}
-
-/// The reference query's two-column rows as table rows. The query names no model, so each row
-/// gets a model of its own that says so: GPUs of unknown models are never taken for one model
-/// (which would trust index order on a host whose models may differ). The bus id is a
-/// placeholder the validator never shows.
-fn reference_rows(stdout: &str) -> Result<TableText<'_>, HostTableError> {
-    let mut rows = String::with_capacity(stdout.len() * 2);
-    for line in stdout.lines() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        let [index, uuid] = fields.as_slice() else {
-            return Err(HostTableError::Unavailable(format!(
-                "a row of the index,uuid GPU query does not have exactly 2 columns: {}",
-                repr(line)
-            )));
-        };
-        // Writing to a String cannot fail.
-        let _ = writeln!(
-            rows,
-            "{index}, {uuid}, model of GPU {index} not queried, 0000:00:00.0"
-        );
-    }
-    Ok(TableText {
-        rows: Cow::Owned(rows),
-        extras: Vec::new(),
+        unknown_models: None,
     })
 }
 
@@ -237,28 +210,49 @@ fn first_line(text: &str) -> &str {
 /// # Ok::<(), HostTableError>(())
 /// ```
 pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
-    let text = table_text(query)?;
+    let text = table_text(query, None)?;
     GpuTableView::parse(&text.rows)
         .map(GpuTable::from)
         .map_err(|err| HostTableError::Unavailable(err.to_string()))
 }
 
 /// The table rows of a recorded query, borrowed when it is v1's: the validator reads the table
-/// once, so it need not copy each row's name and bus id.
-fn table_text(query: &QueryRecord) -> Result<TableText<'_>, HostTableError> {
-    use HostTableError::{NotTheQuery, Unavailable};
+/// once, so it need not copy each row's name and bus id. `models` is the models query that
+/// completes the reference's two-column table ([`reference`]).
+fn table_text<'a>(
+    query: &'a QueryRecord,
+    models: Option<&QueryRecord>,
+) -> Result<TableText<'a>, HostTableError> {
     let v2 = query.args == GPU_QUERY_ARGS;
     let reference = query.args == REFERENCE_GPU_QUERY_ARGS;
     if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
         || !(v2 || reference || query.args == TABLE_QUERY_ARGS)
     {
-        return Err(NotTheQuery(format!(
+        return Err(HostTableError::NotTheQuery(format!(
             "its GPU query ran {} {:?} instead of {GPU_QUERY_PROGRAM} {:?}",
             repr(&query.program),
             query.args,
             GPU_QUERY_ARGS
         )));
     }
+    let stdout = answer(query)?;
+    if v2 {
+        split_extras(stdout)
+    } else if reference {
+        reference::rows(stdout, models)
+    } else {
+        Ok(TableText {
+            rows: Cow::Borrowed(stdout),
+            extras: Vec::new(),
+            unknown_models: None,
+        })
+    }
+}
+
+/// What an `nvidia-smi` query printed, when it is a complete UTF-8 answer of exit status 0;
+/// else why not.
+fn answer(query: &QueryRecord) -> Result<&str, HostTableError> {
+    use HostTableError::Unavailable;
     match &query.outcome {
         QueryOutcome::SpawnFailed { error } => Err(Unavailable(format!(
             "{GPU_QUERY_PROGRAM} could not be started: {error}"
@@ -280,15 +274,8 @@ fn table_text(query: &QueryRecord) -> Result<TableText<'_>, HostTableError> {
                 Err(Unavailable(format!(
                     "the output of {GPU_QUERY_PROGRAM} is not UTF-8"
                 )))
-            } else if v2 {
-                split_extras(&stdout.text)
-            } else if reference {
-                reference_rows(&stdout.text)
             } else {
-                Ok(TableText {
-                    rows: Cow::Borrowed(&stdout.text),
-                    extras: Vec::new(),
-                })
+                Ok(&stdout.text)
             }
         }
         QueryOutcome::Exited {
@@ -312,16 +299,16 @@ fn table_text(query: &QueryRecord) -> Result<TableText<'_>, HostTableError> {
     }
 }
 
-/// The recorded host GPU table text of a snapshot ([`host_gpu_table`]; a snapshot with no GPU
-/// query has none). [`parse_table`] reads it.
-pub(crate) fn host_text(record: Option<&QueryRecord>) -> Result<TableText<'_>, HostTableError> {
-    record.map_or_else(
+/// The recorded host GPU table text of a snapshot ([`host_gpu_table`], completed by its models
+/// query when it has one; a snapshot with no GPU query has none). [`parse_table`] reads it.
+pub(crate) fn host_text(facts: &HostFacts) -> Result<TableText<'_>, HostTableError> {
+    facts.gpu_query.as_ref().map_or_else(
         || {
             Err(HostTableError::Unavailable(
                 "no host GPU query was recorded".to_owned(),
             ))
         },
-        table_text,
+        |query| table_text(query, facts.gpu_models_query.as_ref()),
     )
 }
 
@@ -377,6 +364,18 @@ pub fn index_order_trusted(env: &EnvFacts, table: &GpuTable) -> bool {
     pci_bus_order(env) || table.is_homogeneous()
 }
 
+/// What makes index order doubtful on a table of these models: that they are unknown, and why,
+/// or that they differ.
+fn models_doubt<'a>(unknown: Option<&str>, names: impl Iterator<Item = &'a str>) -> String {
+    unknown.map_or_else(
+        || {
+            let names: Vec<&str> = names.collect();
+            format!("the host GPUs are different models ({})", names.join(", "))
+        },
+        |why| format!("the host GPUs' models are unknown ({why})"),
+    )
+}
+
 /// `CUDA_DEVICE_ORDER` is exactly `PCI_BUS_ID` ([`index_order_trusted`]).
 fn pci_bus_order(env: &EnvFacts) -> bool {
     env.cuda_device_order
@@ -393,6 +392,11 @@ pub(crate) struct Visible<'a> {
     /// index order relied on with more than one GPU — what [`gpu_uuid::place`] returns then,
     /// without listing the indices.
     placement: Option<Placement<'a>>,
+    /// What this process's own CUDA runtime reported per device index
+    /// ([`HostFacts::cuda_device_uuids`]).
+    witness: Option<&'a std::collections::BTreeMap<u32, String>>,
+    /// Why the GPUs' models are unknown, when they are ([`TableText::unknown_models`]).
+    unknown_models: Option<&'a str>,
 }
 
 /// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset" for `env`.
@@ -417,10 +421,19 @@ fn detail(placement: &Placement<'_>) -> String {
 /// invalid entry stops the list, no "same number" fallback. Index-based mapping (mask unset or
 /// made of indices) is trusted only under `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on a host whose
 /// GPUs are all the same model. MIG masks are not mapped.
+/// An index is also proven when this process's own CUDA runtime reports, for it, the UUID of
+/// the row it maps to ([`HostFacts::cuda_device_uuids`]).
 pub(crate) fn visible<'a>(
-    env: &'a EnvFacts,
+    facts: &'a HostFacts,
+    text: &'a Result<TableText<'a>, HostTableError>,
     table: &'a Result<GpuTableView<'a>, HostTableError>,
 ) -> Result<Visible<'a>, Failure> {
+    let env = &facts.env;
+    let witness = facts.cuda_device_uuids.as_ref();
+    let unknown_models = text
+        .as_ref()
+        .ok()
+        .and_then(|text| text.unknown_models.as_deref());
     let table = match table {
         Ok(table) => table,
         Err(HostTableError::Unavailable(why)) => return Err(Failure::NoTable(why.clone())),
@@ -431,6 +444,8 @@ pub(crate) fn visible<'a>(
             env,
             table,
             placement: None,
+            witness,
+            unknown_models,
         });
     };
     if raw.as_str().is_none() {
@@ -456,6 +471,8 @@ pub(crate) fn visible<'a>(
         env,
         table,
         placement: Some(placement),
+        witness,
+        unknown_models,
     })
 }
 
@@ -485,66 +502,28 @@ impl Visible<'_> {
         };
         let relies_on_index_order =
             placement.map_or(table.len() > 1, Placement::relies_on_index_order);
-        if relies_on_index_order && !pci_bus_order(env) && !table.is_homogeneous() {
-            let models: Vec<&str> = rows.iter().map(|row| row.name).collect();
-            let order = env.cuda_device_order.as_ref().map_or_else(
-                || "CUDA_DEVICE_ORDER is unset".to_owned(),
-                |order| format!("CUDA_DEVICE_ORDER={}", repr(&order.to_string_lossy())),
-            );
-            return Err(Failure::UntrustedOrder(format!(
-                "with {}, device indices follow CUDA's enumeration order; the host GPUs are different models ({}) and {order}",
-                mask(env),
-                models.join(", ")
-            )));
+        if !relies_on_index_order || pci_bus_order(env) || table.is_homogeneous() {
+            return Ok(uuid);
         }
-        Ok(uuid)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::CapturedText;
-
-    fn reference_record(stdout: &str) -> QueryRecord {
-        QueryRecord {
-            program: GPU_QUERY_PROGRAM.to_owned(),
-            args: REFERENCE_GPU_QUERY_ARGS.map(String::from).to_vec(),
-            stdin: String::new(),
-            env: BTreeMap::new(),
-            env_removed: Vec::new(),
-            timeout_ms: 5000,
-            elapsed_ms: 1,
-            outcome: QueryOutcome::Exited {
-                code: Some(0),
-                signal: None,
-                stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-                stderr: CapturedText::default(),
-            },
-            earlier_attempts: Vec::new(),
+        let reported = self.witness.and_then(|witness| witness.get(&index));
+        let witnessed = reported.and_then(|reported| GpuUuid::parse(reported).ok());
+        if witnessed == Some(uuid) {
+            return Ok(uuid);
         }
-    }
-
-    #[test]
-    fn the_reference_two_column_table_is_read_and_never_taken_for_one_model() {
-        let rows = "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n1, GPU-5a88edbe-90c4-2449-8c43-70c57591cca1\n";
-        let table = host_gpu_table(&reference_record(rows)).unwrap();
-        assert_eq!(table.len(), 2);
-        assert!(!table.is_homogeneous(), "unknown models are not one model");
-        assert!(!index_order_trusted(&EnvFacts::default(), &table));
-        let one = host_gpu_table(&reference_record(
-            "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
-        ))
-        .unwrap();
-        assert!(index_order_trusted(&EnvFacts::default(), &one));
-        for bad in [
-            "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, H100\n",
-            "0\n",
-            "x, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
-        ] {
-            assert!(host_gpu_table(&reference_record(bad)).is_err(), "{bad:?}");
-        }
+        let models = models_doubt(self.unknown_models, rows.iter().map(|row| row.name));
+        let order = env.cuda_device_order.as_ref().map_or_else(
+            || "CUDA_DEVICE_ORDER is unset".to_owned(),
+            |order| format!("CUDA_DEVICE_ORDER={}", repr(&order.to_string_lossy())),
+        );
+        let contradicted = reported.map_or_else(String::new, |reported| {
+            format!(
+                "; this process's CUDA runtime reports cuda:{index} as {}, not nvidia-smi's {uuid}",
+                repr(reported)
+            )
+        });
+        Err(Failure::UntrustedOrder(format!(
+            "with {}, device indices follow CUDA's enumeration order; {models} and {order}{contradicted}",
+            mask(env)
+        )))
     }
 }

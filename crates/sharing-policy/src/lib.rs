@@ -46,7 +46,8 @@ pub use facts::{
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{
-    GPU_QUERY_ARGS, HostTableError, REFERENCE_GPU_QUERY_ARGS, host_gpu_table, index_order_trusted,
+    GPU_QUERY_ARGS, HostTableError, MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS, host_gpu_table,
+    index_order_trusted, needs_gpu_models, reference_gpu_table,
 };
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;

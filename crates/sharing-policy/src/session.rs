@@ -34,7 +34,7 @@ pub fn settings_commands(facts: &HostFacts) -> Option<Vec<ReadOnlyCommand>> {
         .take(MAX_SERVERS)
         .map(ReadOnlyCommand::GetServerStatus)
         .collect();
-    let text = gpu::host_text(facts.gpu_query.as_ref());
+    let text = gpu::host_text(facts);
     if let Ok(table) = gpu::parse_table(&text) {
         let mut ordinals: Vec<u32> = table.rows().iter().map(|row| row.index).collect();
         ordinals.sort_unstable();

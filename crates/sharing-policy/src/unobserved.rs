@@ -23,7 +23,7 @@ use crate::{DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, HostFacts, QueryOutcome, Vo
 /// assert!(note.starts_with("no GPU table (no host GPU query was recorded)"));
 /// ```
 pub fn nothing_observed(facts: &HostFacts, words: Vocabulary) -> Option<String> {
-    let Err(table) = gpu::parse_table(&gpu::host_text(facts.gpu_query.as_ref())) else {
+    let Err(table) = gpu::parse_table(&gpu::host_text(facts)) else {
         return None;
     };
     let directory = facts.env.pipe_directory();

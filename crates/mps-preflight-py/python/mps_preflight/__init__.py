@@ -280,6 +280,7 @@ def _spec(
     compat: bool = False,
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
+    cuda_device_uuids: dict[int, str] | None = None,
 ) -> dict[str, Any]:
     if learner_device is None:
         raise TypeError("missing required argument 'learner_device'")
@@ -302,6 +303,7 @@ def _spec(
         "world_size": _saturated(world_size, "world_size"),
         "supported_backends": list(supported_backends),
         "learner_uuid": learner_uuid,
+        "cuda_device_uuids": dict(cuda_device_uuids or {}),
         "timeout": float(timeout),
         "require_verified": _flag(require_verified, "require_verified"),
         "compat": compat,

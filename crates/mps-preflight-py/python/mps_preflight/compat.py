@@ -6,11 +6,14 @@ Behaviour follows this project (its deliberate fixes and key phrases); a rejecti
 
 - ``torch_module``: never imported here. A module the caller passes (and has already
   initialised) supplies the learner's UUID from ``cuda.get_device_properties(i).uuid``, as
-  ``--learner-uuid`` does on the command line. Without one, the learner is resolved from
-  ``CUDA_VISIBLE_DEVICES`` and ``nvidia-smi`` as the command line does.
+  ``--learner-uuid`` does on the command line, and is asked for the collector's index too:
+  a UUID it reports equal to ``nvidia-smi``'s row at that index proves CUDA's device order
+  for that index. Without one, the learner is resolved from ``CUDA_VISIBLE_DEVICES`` and
+  ``nvidia-smi`` as the command line does.
 - ``run_command``: the reference's test seam. Left at ``subprocess.run``, the host queries run
   in Rust (bounded, own process group) as :func:`mps_preflight.probe` runs them. Any other
-  callable receives exactly the reference's commands, with its keyword arguments: ``nvidia-smi
+  callable receives exactly the reference's commands (and the models query below, only where
+  index order is in doubt), with its keyword arguments: ``nvidia-smi
   --query-gpu=index,uuid --format=csv,noheader`` (``text``, ``capture_output``, ``timeout``,
   ``check``), and ``nvidia-cuda-mps-control`` with ``get_server_list\n`` as ``input`` and
   ``env`` (this environment with ``CUDA_MPS_PIPE_DIRECTORY`` set), the latter only when a socket
@@ -21,6 +24,20 @@ Behaviour follows this project (its deliberate fixes and key phrases); a rejecti
   process's output. It is called on the calling thread, as the reference calls it, and must keep
   the deadline it is given (``subprocess.run`` does); an answer that comes back more than half a
   second past it is recorded as timed out, never read.
+
+A second ``nvidia-smi`` query: ``nvidia-smi`` numbers GPUs in PCI order, CUDA fastest-first
+unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, so on a host whose GPUs are different models a device
+index can name different GPUs in the two orders; the reference's ``index,uuid`` table names no
+model. So, only where its answer shows more than one GPU, ``CUDA_DEVICE_ORDER`` is not
+``PCI_BUS_ID``, and ``torch_module`` does not prove a device of the request by index (above),
+the models are asked, through the same ``run_command`` with the same keywords and deadline:
+``nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader``
+(``resolve_mps_visibility_entries`` asks it too, without a torch). GPUs of one model are
+numbered alike in both orders: the reference's answer follows. Different models, or no models
+(a double that answers only ``index,uuid``, or fails), with nothing else settling the order, are
+rejected (``ambiguous-device-order``), saying so and how to fix it: export
+``CUDA_DEVICE_ORDER=PCI_BUS_ID``, or put ``GPU-`` UUIDs in ``CUDA_VISIBLE_DEVICES``. The native
+API and the command line ask for the models in their one table query.
 
 The evidence (:class:`CudaProcessSharingEvidence`, its ``to_dict()``, ``dataclasses.asdict``
 and :func:`apply_cuda_process_sharing_manifest`) has exactly the reference's 15 keys, in its
@@ -149,22 +166,29 @@ def _cuda_index(device: object) -> int | None:
     return int(index) if base == "cuda" and index.isdigit() else None
 
 
-def _torch_learner_uuid(torch_module: Any, learner_device: object) -> str | None:
-    """The learner's UUID as the caller's own torch reports it, or ``None`` (then the
-    validator resolves the learner from the host, as without a torch module)."""
-    index = _cuda_index(learner_device)
-    if index is None:
-        return None
+def _torch_uuids(torch_module: Any, *devices: object) -> dict[int, str]:
+    """The UUID the caller's own torch reports for each CUDA device's index, where it reports
+    one: the learner's UUID, and what proves index order for the learner's and the collector's
+    indices (equal to ``nvidia-smi``'s row there). A torch that cannot answer supplies nothing;
+    then the learner is resolved from the host, as without a torch module."""
+    indices = {index for index in map(_cuda_index, devices) if index is not None}
+    if not indices:
+        return {}
+    uuids: dict[int, str] = {}
     try:
         if not torch_module.cuda.is_available():
-            return None
-        if index >= int(torch_module.cuda.device_count()):
-            return None
-        properties = torch_module.cuda.get_device_properties(index)
-        uuid = str(getattr(properties, "uuid", "") or "").strip()
-    except Exception:  # noqa: BLE001 - a torch that cannot answer supplies nothing
-        return None
-    return uuid or None
+            return {}
+        # An index past CUDA's 32-bit ordinals names no device, whatever the module claims.
+        count = min(int(torch_module.cuda.device_count()), 2**32)
+        for index in sorted(indices):
+            if index < count:
+                properties = torch_module.cuda.get_device_properties(index)
+                uuid = str(getattr(properties, "uuid", "") or "").strip()
+                if uuid:
+                    uuids[index] = uuid
+    except Exception:  # noqa: BLE001 - a torch that cannot answer supplies nothing more
+        return uuids
+    return uuids
 
 
 def _mode(requested: Any) -> str | None:
@@ -190,9 +214,11 @@ def probe_cuda_process_sharing(
         ValueError: The first unmet prerequisite for an explicit request
             (:class:`mps_preflight.Rejected`, with its ``code``).
     """
-    learner_uuid = None
+    uuids: dict[int, str] = {}
     if torch_module is not None:
-        learner_uuid = _torch_learner_uuid(torch_module, learner_device)
+        uuids = _torch_uuids(torch_module, learner_device, collector_device)
+    learner_index = _cuda_index(learner_device)
+    learner_uuid = None if learner_index is None else uuids.get(learner_index)
     spec = mps_preflight._spec(
         _mode(requested),
         str(learner_device),
@@ -204,6 +230,7 @@ def probe_cuda_process_sharing(
         learner_uuid,
         _QUERY_TIMEOUT_SEC,
         compat=True,
+        cuda_device_uuids=uuids,
     )
     answer = _native.probe(spec, _runner(run_command))
     evidence = mps_preflight.Evidence(mps_preflight._unwrap(answer))
@@ -222,9 +249,13 @@ def resolve_mps_visibility_entries(
 ) -> tuple[str, ...]:
     """Return ``CUDA_VISIBLE_DEVICES`` entries with numeric indices as UUIDs.
 
+    With more than one GPU and ``CUDA_DEVICE_ORDER`` not ``PCI_BUS_ID``, the GPUs' models are
+    asked by a second query (``nvidia-smi --query-gpu=index,uuid,name``): indices are mapped
+    only where the GPUs are one model.
+
     Raises:
         ValueError: A numeric entry could not be mapped to a host GPU UUID, or index order
-            cannot be trusted on this host.
+            cannot be trusted on this host (models that differ or are unknown).
     """
     if not any(entry.isdigit() for entry in entries):
         return tuple(entries)

@@ -14,12 +14,13 @@ use crate::{Code, Finding, HostFacts, QueryOutcome, Vocabulary};
 /// initialises CUDA) and checks they are one.
 pub(super) fn check(
     facts: &HostFacts,
+    text: &Result<gpu::TableText<'_>, HostTableError>,
     table: &Result<GpuTableView<'_>, HostTableError>,
     learner_index: Option<u32>,
     collector_index: Option<u32>,
     findings: &mut Findings,
 ) -> Identity {
-    let visible = gpu::visible(&facts.env, table);
+    let visible = gpu::visible(facts, text, table);
     let resolve = |index| visible.as_ref().map_err(Clone::clone)?.uuid(index);
     let words = findings.words;
     // `nvidia-smi` could not be run at all: the way out is to install it, not to check it.

@@ -259,10 +259,11 @@ fn check_host(
     if findings.settled() {
         return host;
     }
-    let text = gpu::host_text(facts.gpu_query.as_ref());
+    let text = gpu::host_text(facts);
     let table = gpu::parse_table(&text);
     host.identity = identity::check(
         facts,
+        &text,
         &table,
         checked.learner_index,
         checked.collector_index,

@@ -200,6 +200,8 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         daemon_query: Some(daemon_query(&env, exited(0, answer, ""))),
         pid_file: Some(pid_file(&env, "2718", true)),
         learner_uuid: None,
+        cuda_device_uuids: None,
+        gpu_models_query: None,
         caller: None,
         server_processes: None,
         daemon_process: None,

@@ -28,7 +28,7 @@ const DAEMON_GONE: &str = "probe again: the daemon's process no longer exists (i
 const HIDDEN_FROM_ROOT: &str = "give the probe CAP_SYS_PTRACE, the likely cause since it already runs as root: /proc shows a process's environment only to a reader holding every capability that process has, or CAP_SYS_PTRACE, which a container's default capabilities do not include (Kubernetes: securityContext.capabilities.add: [\"SYS_PTRACE\"]; docker run --cap-add SYS_PTRACE); and run it in the daemon's PID namespace (hostPID, not another container's) (with --require-verified this is a rejection)";
 
 /// When the caller is root and holds `CAP_SYS_PTRACE`, and /proc still hides the daemon's
-/// environment: a security module (Docker's default AppArmor profile denies reading other
+/// environment: a security module (Docker's default `AppArmor` profile denies reading other
 /// profiles' processes) or another PID namespace.
 const HIDDEN_DESPITE_PTRACE: &str = "run the probe in the daemon's PID namespace (hostPID, not another container's) and without a security profile that denies reading other processes (Docker's default AppArmor profile does: --security-opt apparmor=unconfined, or a profile allowing ptrace read): it already runs as root with CAP_SYS_PTRACE (with --require-verified this is a rejection)";
 

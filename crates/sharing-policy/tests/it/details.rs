@@ -459,7 +459,9 @@ fn the_unreadable_environ_fix_follows_the_callers_capabilities() {
         rejection.to_string()
     };
     let ptrace = 1_u64 << sharing_policy::CAP_SYS_PTRACE_BIT;
-    assert!(fix(Some(0x00a8_0425_fb & !ptrace)).contains("which its effective capabilities lack"));
+    assert!(
+        fix(Some(0x0000_a804_25fb & !ptrace)).contains("which its effective capabilities lack")
+    );
     assert!(fix(Some(0x01ff_ffff_ffff)).contains("AppArmor"));
     assert!(fix(None).contains("the likely cause"));
 }

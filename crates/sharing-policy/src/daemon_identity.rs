@@ -4,22 +4,23 @@
 //! 0666 pid file, a look-alike argv) and which never name the daemon on their own.
 
 use crate::lock::{self, LockHolder};
-use crate::served::{DaemonProcess, effective_uid, read_error};
+use crate::proc_text::{effective_uid, read_error};
 use crate::{
-    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, HostFacts, PidFileFacts, parse_pid,
+    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, HostFacts, PidFileFacts, ProcessFacts,
+    parse_pid,
 };
 
 /// The daemon's process when the lock proves it and it runs as root or as the pipe directory's
-/// owner; otherwise unknown, with the reason (the witnesses are named, never used).
+/// owner; otherwise why not (the witnesses are named, never used).
 pub(crate) fn by_lock<'a>(
     search: &'a DaemonSearch,
     lock: &DaemonLockFacts,
     pid_file: Option<&PidFileFacts>,
-) -> DaemonProcess<'a> {
+) -> Result<&'a ProcessFacts, String> {
     let pid = match lock::holder(lock) {
         LockHolder::Proven(pid) => pid,
         LockHolder::NoneVisible(why) | LockHolder::NotProven(why) => {
-            return DaemonProcess::Unknown(format!(
+            return Err(format!(
                 "the control daemon's identity is not proven: {why}{}",
                 witnesses(search, pid_file)
             ));
@@ -30,25 +31,23 @@ pub(crate) fn by_lock<'a>(
         .iter()
         .find(|process| process.pid == pid && search.method == DaemonSearchMethod::Lock);
     let Some(process) = found else {
-        return DaemonProcess::Unknown(format!(
+        return Err(format!(
             "PID {pid} holds the daemon's lock, but its process was not observed"
         ));
     };
     let path = lock.path.to_string_lossy();
     match process.status_uid.as_deref().map(effective_uid) {
-        Some(Some(uid)) if uid == 0 || Some(uid) == lock.directory_uid => {
-            DaemonProcess::Found(process)
-        }
-        Some(Some(uid)) => DaemonProcess::Unknown(format!(
+        Some(Some(uid)) if uid == 0 || Some(uid) == lock.directory_uid => Ok(process),
+        Some(Some(uid)) => Err(format!(
             "PID {pid} holds the daemon's lock on {path} but runs as uid {uid}, neither root nor the owner of the pipe directory ({}); another user can start a daemon of their own in a world-writable pipe directory, so it is not taken as this host's daemon",
             lock.directory_uid
                 .map_or_else(|| "not read".to_owned(), |owner| format!("uid {owner}"))
         )),
-        Some(None) => DaemonProcess::Unknown(format!(
+        Some(None) => Err(format!(
             "the /proc status Uid line {:?} of PID {pid}, which holds the daemon's lock, does not parse",
             process.status_uid.as_deref().unwrap_or_default()
         )),
-        None => DaemonProcess::Unknown(read_error(process, "status")),
+        None => Err(read_error(process, "status")),
     }
 }
 

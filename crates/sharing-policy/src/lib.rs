@@ -16,6 +16,7 @@ mod gpu;
 mod limits;
 mod lock;
 mod namespace;
+mod proc_text;
 mod process;
 mod request;
 pub mod retry;

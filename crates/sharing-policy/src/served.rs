@@ -7,6 +7,7 @@ use gpu_uuid::{GpuTableView, GpuUuid, VisibleDevices, VisibleEntry};
 use crate::daemon::{self, DaemonStatus};
 use crate::daemon_args;
 use crate::gpu::{HostTableError, TableText};
+pub(crate) use crate::proc_text::{effective_uid, read_error};
 use crate::{
     DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearch, DaemonSearchMethod, HostFacts,
     OsText, PidFileFacts, ProcessFacts, QueryRecord, parse_pid,
@@ -89,18 +90,6 @@ pub(crate) fn pid_file_claim(facts: &HostFacts) -> Option<i64> {
     }
 }
 
-/// The effective UID of a `Uid:` line's text (real, effective, saved, filesystem).
-pub(crate) fn effective_uid(status_uid: &str) -> Option<u32> {
-    let mut fields = status_uid.split_ascii_whitespace();
-    let _real = fields.next()?;
-    let effective = fields.next()?;
-    if effective.bytes().all(|b| b.is_ascii_digit()) {
-        effective.parse().ok()
-    } else {
-        None
-    }
-}
-
 /// The owner of one listed server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Owner {
@@ -136,13 +125,6 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
             (pid, owner)
         })
         .collect()
-}
-
-pub(crate) fn read_error(process: &ProcessFacts, file: &str) -> String {
-    process.errors.get(file).map_or_else(
-        || format!("/proc/{}/{file} was not read", process.pid),
-        |error| format!("/proc/{}/{file} could not be read: {error}", process.pid),
-    )
 }
 
 /// The control daemon's process, or why it is not identified.
@@ -230,7 +212,10 @@ pub(crate) fn identify_in<'a>(
         );
     };
     if let Some(lock) = &search.lock {
-        return crate::daemon_identity::by_lock(search, lock, pid_file);
+        return match crate::daemon_identity::by_lock(search, lock, pid_file) {
+            Ok(process) => DaemonProcess::Found(process),
+            Err(why) => DaemonProcess::Unknown(why),
+        };
     }
     // A snapshot recorded before the lock was observed: judged by its witnesses, as then.
     if search.method == DaemonSearchMethod::PidFile {

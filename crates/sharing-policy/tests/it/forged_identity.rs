@@ -9,6 +9,7 @@ use sharing_policy::{
 };
 
 use crate::hosts::{self, H100_A, H100_B};
+use crate::locks;
 
 /// The real daemon's PID in [`hosts::daemon_process`]: root's, scoped to `H100_A`, not
 /// multi-user.
@@ -55,9 +56,9 @@ fn host(
         .map(|&(pid, uid, multiuser)| lookalike(pid, uid, multiuser, &pipe))
         .collect();
     let held: &[i64] = if holder_visible { &[REAL] } else { &[] };
-    let lock = hosts::lock_held_by(&pipe, held);
+    let lock = locks::lock_held_by(&pipe, held);
     facts.daemon_process = Some(if holder_visible {
-        hosts::by_lock(real_daemon(), lock)
+        locks::by_lock(real_daemon(), lock)
     } else {
         DaemonSearch {
             proc_root: OsText::from("/proc"),

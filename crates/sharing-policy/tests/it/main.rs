@@ -21,6 +21,7 @@ mod hosts;
 mod hosts_committed;
 mod hosts_deployed;
 mod hosts_served;
+mod locks;
 mod props;
 mod props_breakers;
 mod props_gen;

@@ -6,8 +6,8 @@ use sharing_policy::{
     ProcessFacts, QueryOutcome, ReadOnlyCommand, SCHEMA, listed_server_pids,
 };
 
-use crate::hosts;
 use crate::props_breakers::{Breaker, pick};
+use crate::{hosts, locks};
 
 /// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
 /// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe
@@ -107,12 +107,12 @@ pub(crate) fn identity_breakers() -> Vec<Breaker> {
                 let pipe = f.env.effective_pipe_directory();
                 let search = f.daemon_process.as_mut().unwrap();
                 // The look-alike the scan found stays a witness.
-                search.lock = Some(hosts::lock_held_by(&pipe, &[]));
+                search.lock = Some(locks::lock_held_by(&pipe, &[]));
                 if s % 2 == 1 {
                     // The holder runs as another user than root or the directory's owner.
                     let mut holder = search.processes[0].clone();
                     holder.status_uid = Some("1001\t1001\t1001\t1001".to_owned());
-                    *search = hosts::by_lock(holder, hosts::lock_held_by(&pipe, &[2718]));
+                    *search = locks::by_lock(holder, locks::lock_held_by(&pipe, &[2718]));
                 }
             },
         },
@@ -125,7 +125,7 @@ pub(crate) fn identity_breakers() -> Vec<Breaker> {
                 let pipe = f.env.effective_pipe_directory();
                 let daemon = f.daemon_process.as_ref().unwrap().processes[0].clone();
                 f.daemon_process =
-                    Some(hosts::by_lock(daemon, hosts::lock_held_by(&pipe, &[2718])));
+                    Some(locks::by_lock(daemon, locks::lock_held_by(&pipe, &[2718])));
                 let named = pick(&["4242", "1", "2719"], s);
                 f.pid_file = Some(hosts::pid_file(&f.env, named, true));
             },

@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 
 use sharing_policy::{
-    AccessFacts, CallerFacts, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonLockFacts,
-    DaemonSearch, DaemonSearchMethod, EnvFacts, FileFacts, FileKind, GPU_QUERY_ARGS,
-    GPU_QUERY_PROGRAM, HostFacts, LockFileFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts,
-    QueryOutcome, QueryRecord, SCHEMA_V1, SCHEMA_V2, probe_stdin,
+    AccessFacts, CallerFacts, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearch,
+    DaemonSearchMethod, EnvFacts, FileFacts, FileKind, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM,
+    HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome, QueryRecord, SCHEMA_V1,
+    SCHEMA_V2, probe_stdin,
 };
 
 pub(crate) const H100_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sharing_policy::{DaemonSearchMethod, FileKind, HostFacts, OsText, QueryOutcome, SCHEMA_V2};
+use sharing_policy::{DaemonSearchMethod, FileKind, HostFacts, OsText, QueryOutcome, SCHEMA};
 
 fn recorded(kind: &str) -> Vec<(PathBuf, HostFacts)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts");
@@ -41,9 +41,8 @@ fn answer(facts: &HostFacts) -> (Option<i32>, &str, &str) {
 #[test]
 fn the_idle_capture_shows_a_live_idle_daemon() {
     for (path, facts) in recorded("idle") {
-        // Recorded as v2 (issue 10); v3 adds only the settings session, which needs a GPU
-        // table or a server (neither exists on the recording host).
-        assert_eq!(facts.schema, SCHEMA_V2, "{path:?}");
+        // Recorded as v3, with the daemon's lock.
+        assert_eq!(facts.schema, SCHEMA, "{path:?}");
         assert_eq!(answer(&facts), (Some(0), "100.0\n", ""), "{path:?}");
         assert_eq!(
             facts.control_pipe.as_ref().unwrap().lstat.kind,
@@ -53,29 +52,31 @@ fn the_idle_capture_shows_a_live_idle_daemon() {
             facts.gpu_query.as_ref().unwrap().outcome,
             QueryOutcome::SpawnFailed { .. }
         ));
-        // v2: the daemon's own process, through the pid file (550) or a /proc scan (535).
+        // The daemon's own process, proven by the lock it holds (535 and 550 alike): the one
+        // /proc/locks line on control_lock names it.
         let search = facts.daemon_process.as_ref().unwrap();
-        let expected = if facts.pid_file.as_ref().unwrap().contents.is_some() {
-            DaemonSearchMethod::PidFile
-        } else {
-            DaemonSearchMethod::ProcScan
+        assert_eq!(search.method, DaemonSearchMethod::Lock, "{path:?}");
+        let lock = search.lock.as_ref().unwrap();
+        let [line] = lock.locks.as_deref().unwrap() else {
+            panic!("{path:?}: {lock:?}");
         };
-        assert_eq!(search.method, expected, "{path:?}");
+        let daemon = &search.processes[0];
+        assert!(
+            line.contains(&format!("POSIX  ADVISORY  WRITE {} ", daemon.pid)),
+            "{path:?}: {line}"
+        );
         let pipe = facts.env.effective_pipe_directory();
-        let daemons: Vec<_> = search
-            .processes
-            .iter()
-            .filter(|p| {
-                p.cmdline
-                    .as_deref()
-                    .is_some_and(|c| c.last() == Some(&OsText::from("-d")))
-                    && p.environ
-                        .as_ref()
-                        .and_then(|e| e.get("CUDA_MPS_PIPE_DIRECTORY"))
-                        == Some(&pipe)
-            })
-            .collect();
-        assert_eq!(daemons.len(), 1, "{path:?}: {search:?}");
+        assert_eq!(
+            daemon
+                .environ
+                .as_ref()
+                .and_then(|e| e.get("CUDA_MPS_PIPE_DIRECTORY")),
+            Some(&pipe)
+        );
+        assert_eq!(
+            daemon.cmdline.as_deref().and_then(<[OsText]>::last),
+            Some(&OsText::from("-d"))
+        );
         assert_eq!(facts.caller.unwrap().euid, 0, "recorded as root");
     }
 }
@@ -83,7 +84,10 @@ fn the_idle_capture_shows_a_live_idle_daemon() {
 #[test]
 fn the_stale_capture_shows_a_socket_without_a_daemon() {
     for (path, facts) in recorded("stale") {
-        assert_eq!(facts.schema, SCHEMA_V2, "{path:?}");
+        assert_eq!(facts.schema, SCHEMA, "{path:?}");
+        // After `quit` the lock file stays, and no process holds it.
+        let lock = facts.daemon_process.as_ref().unwrap().lock.as_ref().unwrap();
+        assert_eq!(lock.locks.as_deref(), Some(&[][..]), "{path:?}");
         assert_eq!(
             answer(&facts),
             (Some(1), "", "Cannot find MPS control daemon process\n"),

@@ -205,3 +205,62 @@ fn without_the_lock_in_sight_the_daemon_facts_are_unverified() {
         "{rejection}"
     );
 }
+
+/// In the foreground (`-f`) the daemon is the process started, and it holds the lock itself:
+/// the lock proves that PID, as it proves the forked daemon of `-d` above.
+#[test]
+fn a_foreground_daemon_holds_its_own_lock() {
+    let Some(binary) = binary_or_skip("a_foreground_daemon_holds_its_own_lock") else {
+        return;
+    };
+    let dirs = tempfile::Builder::new()
+        .prefix("mpsf")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let (pipe, log, bin) = (
+        dirs.path().join("p"),
+        dirs.path().join("l"),
+        dirs.path().join("b"),
+    );
+    for dir in [&pipe, &log, &bin] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    std::os::unix::fs::symlink(&binary, bin.join("nvidia-cuda-mps-control")).unwrap();
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test harness: the real daemon, -f"
+    )]
+    let mut daemon = Command::new(&binary)
+        .arg("-f")
+        .env("CUDA_MPS_PIPE_DIRECTORY", &pipe)
+        .env("CUDA_MPS_LOG_DIRECTORY", &log)
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(common::eventually(Duration::from_secs(10), || {
+        pipe.join("control").exists()
+    }));
+    let env = sharing_policy::EnvFacts {
+        cuda_mps_pipe_directory: Some(common::daemon::os_text(&pipe)),
+        cuda_mps_log_directory: Some(common::daemon::os_text(&log)),
+        ..sharing_policy::EnvFacts::default()
+    };
+    let options = mps_host::ProbeOptions {
+        timeout: Duration::from_secs(10),
+        search_path: Some(bin.clone().into_os_string()),
+        ..mps_host::ProbeOptions::default()
+    };
+    let facts = common::capture_on(env, &options);
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    let search = facts.daemon_process.as_ref().unwrap();
+    assert_eq!(search.method, DaemonSearchMethod::Lock, "{search:?}");
+    assert_eq!(
+        search.processes[0].pid,
+        i64::from(daemon.id()),
+        "{search:?}"
+    );
+}

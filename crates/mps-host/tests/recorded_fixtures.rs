@@ -86,7 +86,13 @@ fn the_stale_capture_shows_a_socket_without_a_daemon() {
     for (path, facts) in recorded("stale") {
         assert_eq!(facts.schema, SCHEMA, "{path:?}");
         // After `quit` the lock file stays, and no process holds it.
-        let lock = facts.daemon_process.as_ref().unwrap().lock.as_ref().unwrap();
+        let lock = facts
+            .daemon_process
+            .as_ref()
+            .unwrap()
+            .lock
+            .as_ref()
+            .unwrap();
         assert_eq!(lock.locks.as_deref(), Some(&[][..]), "{path:?}");
         assert_eq!(
             answer(&facts),

@@ -4,6 +4,7 @@ mod attest;
 mod capture;
 mod children;
 mod fs;
+mod passwd;
 mod procfs;
 mod retried;
 mod runner;
@@ -15,6 +16,7 @@ pub use capture::{
 };
 pub use children::{StoppedQueries, forbid_queries, stop_all_queries};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
+pub use passwd::{PASSWD_CAP, PASSWD_PATH, resolve_user, resolve_user_in};
 pub use procfs::{find_daemon, observe_caller, observe_client, observe_process};
 pub use retried::run_retried;
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};

@@ -243,7 +243,7 @@ mod tests {
             ambient_server: false,
             daemon_pid: Some(17),
             caller_uid: Some(1000),
-            judged_for_uid: Some(1000),
+            judged_for_uid: Some(1001),
             server_uids: vec![1000],
             daemon_visible_devices: Some("GPU-c08d91cb".to_owned()),
             daemon_multiuser: Some(false),

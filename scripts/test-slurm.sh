@@ -360,7 +360,9 @@ server_stop() {
     wait "$server" 2>/dev/null || true
     server=""
 }
-# Jobs of user nobody (uid 65534), from a directory it can read.
+# Jobs of user nobody (uid 65534), from a directory it can read; its srun reaches munged's
+# socket through the munge directory (0700 as the cluster starts; the key stays 0400).
+chmod 0711 "$cluster/munge"
 as_nobody() { (cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
 
 say "9. the job's user: its own live server is no conflict; another user's refuses the job, no drain"

@@ -63,8 +63,9 @@ pub(crate) fn visibility(args: &VisibilityArgs) -> Output {
 }
 
 /// Why a mask holding a control character (a newline, a tab, an escape, DEL, a C1 control) is
-/// refused: no GPU entry holds one, and the printed mask is meant for a shell or a TaskProlog's
-/// `export NAME=value` line, where a newline would start a line of its own (a second `export`).
+/// refused: no GPU entry holds one, and the printed mask is meant for a shell or a Slurm task
+/// prolog's `export NAME=value` line, where a newline would start a line of its own (a second
+/// `export`).
 /// CUDA reads the entries after its stop point as written, so the mask cannot be cut there.
 fn control_character(raw: &str, from_devices: bool) -> Option<String> {
     let (at, found) = raw.char_indices().find(|(_, c)| c.is_control())?;
@@ -74,8 +75,7 @@ fn control_character(raw: &str, from_devices: bool) -> Option<String> {
         ("CUDA_VISIBLE_DEVICES", "set it")
     };
     Some(format!(
-        "{name} holds a control character ({:?} at byte {at}), which no GPU index or UUID contains and which would break the line that exports the mask, so no mask is printed; {fix} as comma-separated indices or `GPU-` UUIDs from `nvidia-smi -L`, with no newline or other control character",
-        found
+        "{name} holds a control character ({found:?} at byte {at}), which no GPU index or UUID contains and which would break the line that exports the mask, so no mask is printed; {fix} as comma-separated indices or `GPU-` UUIDs from `nvidia-smi -L`, with no newline or other control character"
     ))
 }
 

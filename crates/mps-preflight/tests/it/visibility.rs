@@ -204,7 +204,7 @@ fn refusals_name_the_entry() {
 }
 
 /// A mask holding a newline or another control character is refused, whichever entry holds it:
-/// a TaskProlog prints the mask as `export CUDA_VISIBLE_DEVICES=<mask>`, and a newline after
+/// a Slurm task prolog prints the mask as `export CUDA_VISIBLE_DEVICES=<mask>`, and a newline after
 /// CUDA's stop point (which CUDA keeps as written) would print a second `export` line.
 #[test]
 fn a_mask_holding_a_control_character_is_refused() {

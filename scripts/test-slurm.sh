@@ -4,8 +4,9 @@
 # a fake nvidia-smi listing two H100s) and one real NVIDIA MPS control daemon per GPU
 # (scripts/fetch-mps-control.sh). .ci/run calls it after `cargo test --workspace`; a missing
 # Slurm, munge, jq, shellcheck or daemon is a failure here, not a skip. Tests 1-3 run on a node
-# without GRES, 4-8 on the same node with two GPUs as gres/gpu and gres/mps (issue 23: the gate,
-# per-GPU daemons, report-only, a missing binary, bad settings, the check by hand).
+# without GRES, 4-10 on the same node with two GPUs as gres/gpu and gres/mps (the gate, per-GPU
+# daemons, report-only, a missing binary, bad settings, the check by hand; the job's user and
+# workload conflicts against a stand-in MPS server; where the reports may be written).
 #
 # Usage: scripts/test-slurm.sh
 #   MPS_PREFLIGHT_BIN          the binary to test (default: cargo build -p mps-preflight's)
@@ -88,6 +89,7 @@ teardown() {
     set +e
     # A job still running (test 5's GPU holder) would keep its srun waiting for the cluster.
     if [ -n "${holder:-}" ]; then kill "$holder" 2>/dev/null; fi
+    if [ -n "${server:-}" ]; then kill "$server" 2>/dev/null; fi
     scripts/slurm-cluster.sh down "$cluster"
     for gpu in 0 1; do
         if [ -n "$(daemon_pids "$gpu")" ]; then
@@ -123,7 +125,23 @@ echo 'Default, 535.261.03, 0, $gpu0, NVIDIA H100 80GB HBM3, 00000000:18:00.0'
 echo 'Default, 535.261.03, 1, $gpu1, NVIDIA H100 80GB HBM3, 00000000:3B:00.0'
 EOF
 chmod +x "$work/bin/nvidia-smi"
-ln -s "$control" "$work/bin/nvidia-cuda-mps-control"
+# The real control program, except that a client's probe (get_server_list) also lists the PID
+# in <pipe directory>.server when that file exists: a stand-in for an MPS server, which a daemon
+# without a GPU never starts. The stand-in is `sleep` named nvidia-cuda-mps-server, so that its
+# comm and argv[0] are a server's.
+cat >"$work/bin/nvidia-cuda-mps-control" <<EOF
+#!/bin/sh
+[ \$# -eq 0 ] || exec "$control" "\$@"
+server="\${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}.server"
+[ -f "\$server" ] || exec "$control"
+stdin="\$(cat)"
+printf '%s\\n' "\$stdin" | "$control"
+status=\$?
+[ "\$stdin" != "\$(printf 'get_default_active_thread_percentage\\nget_server_list')" ] || cat "\$server"
+exit \$status
+EOF
+chmod +x "$work/bin/nvidia-cuda-mps-control"
+cp "$(command -v sleep)" "$work/bin/nvidia-cuda-mps-server"
 cp "$MPS_PREFLIGHT_BIN" "$work/bin/mps-preflight"
 mknod "$work/dev/nvidia0" c 195 0
 mknod "$work/dev/nvidia1" c 195 1
@@ -213,6 +231,14 @@ CUDA_VISIBLE_DEVICES=0-1 run -n 1 printenv CUDA_VISIBLE_DEVICES >"$work/range.ou
 grep -qx "0: $gpu0" "$work/range.out" || fail "range 0-1 not rewritten to GPU 0: $(cat "$work/range.out")"
 grep -q 'mps-preflight task prolog: warning: .*0-1' "$work/range.out" ||
     fail "the range's warning was not printed: $(cat "$work/range.out")"
+
+# A mask holding a newline never becomes a second export line: the task is not started.
+if CUDA_VISIBLE_DEVICES="$(printf '0,-1,\nexport LD_PRELOAD=/nonexistent.so')" \
+    run -n 1 printenv CUDA_VISIBLE_DEVICES LD_PRELOAD >"$work/newline.out" 2>&1; then
+    fail "a task started with a newline in its mask: $(cat "$work/newline.out")"
+fi
+grep -q 'control character' "$work/newline.out" ||
+    fail "the task's output does not say why: $(cat "$work/newline.out")"
 
 # Tests 4-8: the node's two GPUs are gres/gpu and gres/mps, and it has the feature mps.
 scripts/slurm-cluster.sh down "$cluster"
@@ -331,3 +357,78 @@ grep -q 'bad setting MPS_PREFLIGHT_ENFORCE=yes' "$work/enforce.out" ||
 assert_idle "bad settings"
 settings
 run -n 1 --gres=mps:50 true || fail "the MPS job failed once the settings were fixed"
+
+# A stand-in MPS server of uid $1 on GPU 0 (listed by its daemon, see the wrapper above).
+server_start() {
+    setpriv --reuid="$1" --regid="$1" --clear-groups "$work/bin/nvidia-cuda-mps-server" 300 \
+        </dev/null >/dev/null 2>&1 &
+    server=$!
+    printf '%s\n' "$server" >"$(pipe_of 0).server"
+}
+server_stop() {
+    rm -f "$(pipe_of 0).server"
+    kill "$server" 2>/dev/null
+    wait "$server" 2>/dev/null || true
+    server=""
+}
+# Jobs of user nobody (uid 65534), from a directory it can read; its srun reaches munged's
+# socket through the munge directory (0700 as the cluster starts; the key stays 0400).
+chmod 0711 "$cluster/munge"
+as_nobody() { (cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
+
+say "9. the job's user: its own live server is no conflict; another user's refuses the job, no drain"
+rm -rf "$reports"
+server_start 65534
+for n in 1 2; do
+    as_nobody timeout 120 srun -n 1 --gres=mps:50 true >"$work/own$n.out" 2>&1 ||
+        fail "job $n of the server's own user did not run: $(cat "$work/own$n.out")"
+    assert_idle "job $n of the server's own user"
+done
+[ ! -e "$reports" ] || fail "reports written for the server's own user: $(cat "$reports"/*)"
+if run -n 1 --gres=mps:50 true >"$work/other.out" 2>&1; then
+    fail "a job of another user ran beside uid 65534's server"
+fi
+grep -q 'this job is not started: workload conflict on gpu 0: server-of-another-user' \
+    "$work/other.out" || fail "the job's output does not say why: $(cat "$work/other.out")"
+assert_idle "another user's server"
+grep -q 'PID [0-9]* (uid 65534); the job is judged for uid 0' "$reports/$host"-*.txt ||
+    fail "the report does not say whom it judged for: $(cat "$reports"/*)"
+# A node fault still drains beside a workload conflict.
+daemon_quit 1
+if run -n 1 --gres=gpu:2 --constraint=mps true 2>/dev/null; then fail "a job with both GPUs ran"; fi
+wait_until "node $host drained" drained
+[[ "$(reason)" == "mps-preflight: daemon-unreachable on gpu 1, see "* ]] || fail "Reason is '$(reason)'"
+resume
+daemon_start 1
+server_stop
+
+say "10. reports: never through a link, never into a directory of another user, never chmod'ed"
+# A report directory that is a link to a directory of another user: nothing is written through
+# it, and the refusal that cannot be written drains the node, saying why.
+mkdir -m 0777 "$work/theirs"
+chown 65534:65534 "$work/theirs"
+ln -s "$work/theirs" "$work/linked"
+settings MPS_PREFLIGHT_REPORT_DIR="$work/linked" MPS_PREFLIGHT_BACKEND=mjwrap
+if run -n 1 --gres=mps:50 true >/dev/null 2>&1; then fail "an MPS job ran with a bad backend"; fi
+wait_until "node $host drained" drained
+[ "$(reason)" = "mps-preflight: report directory $work/linked is not a directory of uid 0 that only it can write" ] ||
+    fail "Reason is '$(reason)'"
+[ -z "$(ls -A "$work/theirs")" ] || fail "written through the link: $(ls -A "$work/theirs")"
+resume
+# The directory of another user itself: nothing written into it, and its mode left as it is.
+settings MPS_PREFLIGHT_REPORT_DIR="$work/theirs" MPS_PREFLIGHT_BACKEND=mjwrap
+if run -n 1 --gres=mps:50 true >/dev/null 2>&1; then fail "an MPS job ran with a bad backend"; fi
+wait_until "node $host drained" drained
+resume
+[ -z "$(ls -A "$work/theirs")" ] || fail "written into another user's directory: $(ls -A "$work/theirs")"
+[ "$(stat -c '%a %u' "$work/theirs")" = "777 65534" ] ||
+    fail "another user's report directory was changed: $(stat -c '%a %u' "$work/theirs")"
+# A directory the Prolog makes: 0755, with the report and the refusal in it.
+rm -rf "$reports"
+settings MPS_PREFLIGHT_BACKEND=mjwrap
+if run -n 1 --gres=mps:50 true >/dev/null 2>&1; then fail "an MPS job ran with a bad backend"; fi
+[ "$(stat -c '%a %u' "$reports")" = "755 0" ] || fail "the report directory is $(stat -c '%a %u' "$reports")"
+ls "$reports/$host"-*.refused >/dev/null || fail "no refusal written: $(ls -A "$reports")"
+assert_idle "a refusal in the Prolog's own report directory"
+settings
+

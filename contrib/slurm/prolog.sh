@@ -1,14 +1,20 @@
 #!/bin/sh
 # Slurm Prolog (slurm.conf: Prolog=/path/to/prolog.sh; docs/fleet.md, recipe 2). slurmd runs it
 # as root on the node before each job. Only jobs that asked for MPS are checked (the gate, below).
-# For such a job it checks each GPU the job was given against that GPU's MPS daemon, and:
-#   - a finding about the node (exit 1 of `doctor`, the daemon down, a GPU missing ...): drains
-#     the node with the code, the GPU and the report's path in the Reason, and exits 1, which
-#     makes Slurm fail the job ("Job prolog failed");
-#   - an unusable tool or setting (the binary missing, exit 126/127/2, a bad value below): never
-#     drains. It writes <node>-<jobid>.refused next to the report and exits 0; the TaskProlog
-#     (recipe 3, needed for this) then refuses every task of the job, printing the reason.
+# For such a job it checks each GPU the job was given against that GPU's MPS daemon, judged for
+# the job's user (SLURM_JOB_UID, `doctor --as-user`), and acts on the class of each finding
+# (`mps-preflight codes`):
+#   - a node fault (the daemon down, a GPU missing, the daemon's scope, the compute mode ...):
+#     drains the node with the code, the GPU and the report's path in the Reason, and exits 1,
+#     which makes Slurm fail the job ("Job prolog failed");
+#   - a workload conflict (another user's live MPS server, a server held in FAULT by its
+#     clients), or an unusable tool or setting (the binary missing, exit 126/127/2, a bad value
+#     below): never drains. It writes <node>-<jobid>.refused next to the report and exits 0; the
+#     TaskProlog (recipe 3, needed for this) then refuses every task of the job, printing why.
 # With MPS_PREFLIGHT_ENFORCE=0 (report-only, for staging) it only writes the reports.
+# Reports are written only into a directory this script made (mode 0755) or one that is this
+# user's own and writable by no one else, never through a symbolic link; a directory someone
+# else made is never chmod'ed. When it is not safe, a refusal drains the node instead.
 #
 # Slurm runs a Prolog with a bare environment (no PATH), so the settings come from
 # mps-preflight.env next to slurm.conf, sourced when present:
@@ -66,8 +72,33 @@ wants_mps() {
     esac
     return 1
 }
+# Whether the report directory is safe to write in: an absolute path that is a real directory
+# (not a symbolic link) of this script's user, writable by no one else, so that no other user
+# can put a link or a file of theirs where a report goes. Made here when absent, with its mode
+# (0755: the job's user reads the .refused file) given at creation; a directory that already
+# exists is never chmod'ed. Decided once: reports_ok is 1 (safe) or 0.
+reports_ok=
+reports_safe() {
+    if [ -z "$reports_ok" ]; then
+        reports_ok=0
+        case "$reports" in /*) ;; *) return 1 ;; esac
+        if [ ! -e "$reports" ] && [ ! -L "$reports" ]; then
+            mkdir -p "$(dirname "$reports")" 2>/dev/null
+            mkdir -m 0755 "$reports" 2>/dev/null
+        fi
+        # find does not follow a symbolic link given as its path (-type d is false for one).
+        if [ -n "$(find "$reports" -prune -type d -user "$(id -u)" ! -perm -020 ! -perm -002 \
+            2>/dev/null)" ]; then
+            reports_ok=1
+        fi
+    fi
+    [ "$reports_ok" = 1 ]
+}
+
 # A requeued job keeps its ID: an earlier run's refusal must not outlive this check.
-case "$reports" in /*) rm -f "$reports/$node-$job.refused" ;; esac
+if [ -d "$reports" ] && reports_safe; then
+    rm -f "$reports/$node-$job.refused"
+fi
 if ! wants_mps; then
     # slurmd marks the Prolog it runs (SLURM_SCRIPT_CONTEXT=prolog_slurmd). Run by hand, a
     # skipped job says so: exit 0 alone would read as a pass that checked nothing.
@@ -77,25 +108,39 @@ if ! wants_mps; then
 fi
 
 # Appends its input to the report and copies it to stderr, which slurmd's log keeps when the
-# Prolog fails. The directory is made on first use, readable by the job's user (whose TaskProlog
-# reads the .refused file). Always returns 0.
+# Prolog fails. Only into a safe directory (reports_safe), never through a link. Returns 0.
 log() {
-    mkdir -p "$reports" 2>/dev/null && chmod 0755 "$reports" 2>/dev/null
-    tee -a "$report" >&2
+    if reports_safe && [ ! -L "$report" ]; then
+        tee -a "$report" >&2
+    else
+        cat >&2
+    fi
     return 0
 }
 
-# An unusable tool or setting: the job must not run, the node stays in service.
+# Writes $1 as the job's .refused file, created anew (noclobber: never through a link or into
+# a file that is already there), only into a safe directory.
+write_refused() {
+    reports_safe || return 1
+    refused="$reports/$node-$job.refused"
+    rm -f "$refused" 2>/dev/null
+    (set -C && printf '%s (report: %s)\n' "$1" "$report" >"$refused") 2>/dev/null
+}
+
+# The job must not run and the node stays in service: an unusable tool or setting, or a
+# workload conflict (the work already on the node, not the node, is in the way).
 refuse() {
     if [ "$enforce" = 0 ]; then
         echo "mps-preflight prolog: report-only: job $job would be refused: $1" | log
         exit 0
     fi
     echo "mps-preflight prolog: job $job refused, node not drained: $1" | log
-    printf '%s (report: %s)\n' "$1" "$report" >"$reports/$node-$job.refused" && exit 0
-    # Without the file the job would run unchecked: the node's own disk is the finding now.
-    scontrol update NodeName="$node" State=DRAIN \
-        Reason="mps-preflight: cannot write $reports/$node-$job.refused"
+    write_refused "$1" && exit 0
+    # Without the file the job would run unchecked: the node's own disk, or its report
+    # directory, is the finding now.
+    why="cannot write $reports/$node-$job.refused"
+    reports_safe || why="report directory $reports is not a directory of uid $(id -u) that only it can write"
+    scontrol update NodeName="$node" State=DRAIN Reason="mps-preflight: $why"
     exit 1
 }
 
@@ -123,6 +168,7 @@ case "$reports" in
     *)
         reports=/var/log/mps-preflight
         report="$reports/$node-$job.txt"
+        reports_ok=""
         refuse "bad setting MPS_PREFLIGHT_REPORT_DIR (not an absolute path)"
         ;;
 esac
@@ -139,15 +185,33 @@ for tool in "$bin" nvidia-smi nvidia-cuda-mps-control; do
     command -v "$tool" >/dev/null || refuse "$tool not found (PATH=$PATH)"
 done
 
-# The codes of `doctor` that are about the request this script makes, so about its settings.
-setting_code() {
-    case "$1" in
-        unsupported-* | not-cuda-device | invalid-* | missing-collector | control-path-too-long | \
-            non-utf8-pipe-directory) return 0 ;;
-    esac
+# The job's user: a server of this user is the job's own, any other user's a workload conflict.
+as_user=""
+case "${SLURM_JOB_UID-}" in
+    "") ;; # a check by hand: judged for this script's user
+    *[!0-9]*) refuse "bad SLURM_JOB_UID '$SLURM_JOB_UID'" ;;
+    *) as_user="$SLURM_JOB_UID" ;;
+esac
+
+# Whether the word $1 is one of the words of $2.
+one_of() {
+    case " $(printf '%s\n' "$2" | tr '\n' ' ') " in *" $1 "*) return 0 ;; esac
     return 1
 }
 
+# The classes of doctor's codes, from the binary itself (sharing-policy's Code::class): a code
+# in neither list (a node fault, or one this script does not know) drains.
+classes_read=0
+read_classes() {
+    [ "$classes_read" = 1 ] && return 0
+    setting_codes="$("$bin" codes --class setting 2>&1)" ||
+        refuse "$bin codes exited $? ($setting_codes)"
+    workload_codes="$("$bin" codes --class workload-conflict 2>&1)" ||
+        refuse "$bin codes exited $? ($workload_codes)"
+    classes_read=1
+}
+
+conflict=""
 for gpu in $(printf '%s\n' "$gpus" | tr ',' ' '); do
     # Slurm's GPU index is nvidia-smi's (PCI order) index: name the GPU by UUID, which means the
     # same GPU to a per-GPU daemon that renumbers its GPU as 0 (docs/mps-daemon.md, T5).
@@ -161,6 +225,7 @@ for gpu in $(printf '%s\n' "$gpus" | tr ',' ' '); do
     esac
     pipe="$(printf '%s\n' "$pipes" | sed "s/%g/$gpu/g")"
     out="$(CUDA_MPS_PIPE_DIRECTORY="$pipe" CUDA_VISIBLE_DEVICES="$uuid" "$bin" doctor \
+        ${as_user:+--as-user "$as_user"} \
         --request mps --learner-device cuda:0 --collector-device cuda:0 --backend "$backend" 2>&1)"
     status=$?
     [ "$status" -eq 0 ] && continue
@@ -171,10 +236,18 @@ for gpu in $(printf '%s\n' "$gpus" | tr ',' ' '); do
     # wrong setting anywhere makes the node's findings untrustworthy: refuse, do not drain.
     codes="$(printf '%s\n' "$out" | sed -n 's/^[0-9]*\. \[\([a-z0-9-]*\)\].*/\1/p')"
     [ -n "$codes" ] || refuse "$bin doctor exited 1 without a finding"
+    read_classes
     for code in $codes; do
-        setting_code "$code" && refuse "a setting is wrong: $code"
+        one_of "$code" "$setting_codes" && refuse "a setting is wrong: $code"
     done
-    drain "$(printf '%s\n' "$codes" | head -n 1)" "$gpu"
+    # A node fault drains, whatever else was found; only workload conflicts leave the node in
+    # service (the next GPUs are still checked for a node fault).
+    for code in $codes; do
+        one_of "$code" "$workload_codes" || drain "$code" "$gpu"
+    done
+    [ -n "$conflict" ] ||
+        conflict="workload conflict on gpu $gpu: $(printf '%s\n' "$codes" | head -n 1) (another job's MPS work on the node)"
 done
+[ -z "$conflict" ] || refuse "$conflict"
 echo "mps-preflight prolog: job $job: gpu $gpus: ok" >&2
 exit 0

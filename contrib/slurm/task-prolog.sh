@@ -14,6 +14,9 @@
 #     and the task starts: the Prolog already refused the jobs that asked for MPS;
 #   - with one daemon per GPU (MPS_PREFLIGHT_PIPE_DIRECTORY holds %g) and a step given one GPU
 #     (SLURM_STEP_GPUS), sets CUDA_MPS_PIPE_DIRECTORY to that GPU's pipe directory.
+# It never prints an `export` value holding a newline or another control character (which
+# would start a line of its own): `visibility` refuses such a mask, and this script checks
+# each value again before printing it.
 # Settings: mps-preflight.env next to slurm.conf, as for the Prolog (MPS_PREFLIGHT,
 # MPS_PREFLIGHT_ENFORCE, MPS_PREFLIGHT_REPORT_DIR, MPS_PREFLIGHT_PIPE_DIRECTORY,
 # MPS_PREFLIGHT_PARTITIONS, PATH).
@@ -46,13 +49,24 @@ devices="$("${MPS_PREFLIGHT:-mps-preflight}" visibility 2>"$errors")"
 status=$?
 sed 's/^/print mps-preflight task prolog: /' "$errors"
 rm -f "$errors"
+# Prints `export NAME=value`, or refuses the task when the value holds a control character.
+export_value() {
+    case "$2" in
+        *[[:cntrl:]]*)
+            say "$1 would hold a control character; the task is not started"
+            exit 1
+            ;;
+    esac
+    printf 'export %s=%s\n' "$1" "$2"
+}
+
 case "$status:$devices" in
     0:?*)
-        printf 'export CUDA_VISIBLE_DEVICES=%s\n' "$devices"
+        export_value CUDA_VISIBLE_DEVICES "$devices"
         # One daemon per GPU: a step given one GPU talks to that GPU's daemon.
         case "${MPS_PREFLIGHT_PIPE_DIRECTORY:-}:${SLURM_STEP_GPUS:-}" in
             *%g*:*[!0-9]* | *%g*:) ;;
-            *%g*:*) printf 'export CUDA_MPS_PIPE_DIRECTORY=%s\n' \
+            *%g*:*) export_value CUDA_MPS_PIPE_DIRECTORY \
                 "$(printf '%s\n' "$MPS_PREFLIGHT_PIPE_DIRECTORY" | sed "s/%g/$SLURM_STEP_GPUS/g")" ;;
         esac
         ;;

@@ -44,6 +44,9 @@ pub struct Spec {
     pub min_active_thread_percentage: Option<String>,
     /// `min_pinned_mem=` as text (`"512M"`, `"10G"`), as the CLI's `--min-pinned-mem`.
     pub min_pinned_mem: Option<String>,
+    /// `as_user=` as text (a UID, or a user name in /etc/passwd), as the CLI's `--as-user`
+    /// reads it; `None` judges for the calling process.
+    pub as_user: Option<String>,
 }
 
 impl Spec {
@@ -69,6 +72,7 @@ impl Spec {
             compat: false,
             min_active_thread_percentage: None,
             min_pinned_mem: None,
+            as_user: None,
         }
     }
 
@@ -79,7 +83,8 @@ impl Spec {
     ///
     /// # Errors
     /// A stated minimum that is not a percentage or an amount of memory as the CLI reads them
-    /// (a requirement is never dropped: Python raises `ValueError`).
+    /// (a requirement is never dropped: Python raises `ValueError`), or an `as_user` that names
+    /// no user.
     pub fn request(&self) -> Result<Request, String> {
         let mode = self
             .mode
@@ -103,6 +108,11 @@ impl Spec {
                 })
             })
             .transpose()?;
+        let as_user = self
+            .as_user
+            .as_deref()
+            .map(|user| mps_host::resolve_user(user).map_err(|why| format!("as_user: {why}")))
+            .transpose()?;
         Ok(Request {
             rank: self.rank,
             world_size: self.world_size,
@@ -111,6 +121,7 @@ impl Spec {
             vocabulary: crate::policy::vocabulary(self.compat),
             min_active_thread_percentage: percentage,
             min_pinned_mem: pinned,
+            as_user,
             ..Request::new(
                 mode,
                 &self.learner_device,
@@ -170,6 +181,19 @@ mod tests {
         assert!(!spec.request().unwrap().require_verified);
         spec.require_verified = true;
         assert!(spec.request().unwrap().require_verified);
+    }
+
+    #[test]
+    fn as_user_is_resolved_as_the_cli_resolves_it() {
+        let mut spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        assert_eq!(spec.request().unwrap().as_user, None);
+        spec.as_user = Some("1001".to_owned());
+        assert_eq!(spec.request().unwrap().as_user, Some(1001));
+        spec.as_user = Some("root".to_owned());
+        assert_eq!(spec.request().unwrap().as_user, Some(0));
+        spec.as_user = Some("no-such-user-mps-preflight".to_owned());
+        let error = spec.request().unwrap_err();
+        assert!(error.starts_with("as_user: no user named"), "{error}");
     }
 
     #[test]

@@ -278,6 +278,30 @@ def test_stated_minimums_are_the_cli_flags(host: FakeHost) -> None:
         mps_preflight.check(low, **MPS, min_active_thread_percentage=True)
 
 
+def test_as_user_judges_for_that_user_as_the_cli_does(host: FakeHost) -> None:
+    """``as_user=`` is ``--as-user``: the server of uid 1001 is that user's own, another
+    user's for the probing uid 1000; the evidence records whom it was judged for."""
+    fixture = FIXTURES / "v2-server-of-another-user.json"
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(fixture, **MPS)
+    assert caught.value.code == "server-of-another-user"
+    for user in [1001, "1001"]:
+        evidence = mps_preflight.check(fixture, **MPS, as_user=user)
+        assert (evidence.caller_uid, evidence.judged_for_uid) == (1000, 1001)
+    run = host.cli("check", "--snapshot", str(fixture), *MPS_FLAGS, "--as-user", "1001")
+    assert json.loads(run.stdout)["judged_for_uid"] == 1001
+    assert mps_preflight.doctor(**MPS, snapshot=fixture, as_user=1001) == []
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(fixture, **MPS, as_user="root")
+    assert "judged for uid 0" in str(caught.value)
+    with pytest.raises(ValueError, match="as_user: no user named"):
+        mps_preflight.check(fixture, **MPS, as_user="no-such-user-mps-preflight")
+    with pytest.raises(ValueError, match="as_user"):
+        mps_preflight.check(fixture, **MPS, as_user=-1)
+    with pytest.raises(TypeError, match="as_user"):
+        mps_preflight.check(fixture, **MPS, as_user=True)
+
+
 def test_the_gil_is_released_while_a_query_hangs(host: FakeHost) -> None:
     host.one_gpu().socket().script("nvidia-cuda-mps-control", "exec /bin/sleep 30")
     ticks = 0

@@ -141,6 +141,19 @@ Reject a daemon whose default pinned-memory limit for the GPU
 No limit set meets any SIZE; a limit that cannot be read is unverified")
     )]
     pub(crate) min_pinned_mem: Option<sharing_policy::MemSize>,
+
+    #[arg(
+        long,
+        value_name = "UID|NAME",
+        value_parser = parse_user,
+        help = "Judge the request for this user instead of the probing one (a UID, or a name in /etc/passwd)",
+        long_help = paragraphs("\
+Judge the request for this user instead of the user running the probe: an MPS server of this
+user is the job's own, a server of any other user is another user's (for a root Prolog
+checking a job, pass the job's user: SLURM_JOB_UID). A UID as digits, or a name looked up in
+/etc/passwd (an unknown name is a usage error). The evidence's judged_for_uid records it")
+    )]
+    pub(crate) as_user: Option<u32>,
 }
 
 impl RequestArgs {
@@ -164,6 +177,7 @@ impl RequestArgs {
             vocabulary: Vocabulary::Cli,
             min_active_thread_percentage: self.min_active_thread_percentage,
             min_pinned_mem: self.min_pinned_mem,
+            as_user: self.as_user,
         }
     }
 }
@@ -221,6 +235,11 @@ pub(crate) fn parse_mem_size(text: &str) -> Result<sharing_policy::MemSize, Stri
     sharing_policy::MemSize::parse_arg(text).ok_or_else(|| {
         format!("expected an amount of memory as digits then M or G (512M, 10G), got {text:?}")
     })
+}
+
+/// `--as-user`: a UID, or a user name in /etc/passwd (mps-host's bounded read).
+pub(crate) fn parse_user(text: &str) -> Result<u32, String> {
+    mps_host::resolve_user(text)
 }
 
 /// A PID: ASCII digits, 1 to 2147483647.

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::args::{EXIT_CODES, paragraphs};
-use crate::commands::{capture, check, doctor, merge, probe};
+use crate::commands::{capture, check, codes, doctor, merge, probe};
 use crate::{generated, schemas, suite, visibility};
 
 const TOP_AFTER_HELP: &str = "\
@@ -90,6 +90,10 @@ pub(crate) enum Command {
     /// List every unmet prerequisite at once: what was found, why it matters, how to fix it
     #[command(long_about = doctor::long_about(), after_help = doctor::after_help())]
     Doctor(doctor::DoctorArgs),
+
+    /// Print every finding code with its class: setting, node fault or workload conflict
+    #[command(long_about = codes::long_about(), after_help = codes::after_help())]
+    Codes(codes::CodesArgs),
 
     /// Check the per-rank evidence of one run: every rank once, and consistent
     #[command(long_about = merge::long_about(), after_help = merge::after_help())]

@@ -14,6 +14,7 @@ use crate::snapshot;
 
 pub(crate) mod capture;
 pub(crate) mod check;
+pub(crate) mod codes;
 pub(crate) mod doctor;
 pub(crate) mod merge;
 pub(crate) mod probe;

@@ -151,6 +151,7 @@ fn execute(cli: &Cli) -> Output {
         Command::Check(args) => commands::check::run(args),
         Command::Visibility(args) => visibility::visibility(args),
         Command::Doctor(args) => commands::doctor::run(args),
+        Command::Codes(args) => commands::codes::run(args),
         Command::Merge(args) => commands::merge::run(args),
         Command::Test(args) => suite::test(args),
         Command::Schema(args) => schemas::print(args),

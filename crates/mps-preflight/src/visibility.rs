@@ -32,6 +32,9 @@ pub(crate) fn visibility(args: &VisibilityArgs) -> Output {
     let Some(raw) = raw else {
         return every_gpu(&env, timeout);
     };
+    if let Some(why) = control_character(&raw, args.devices.is_some()) {
+        return Output::rejected(why);
+    }
     // Errors name where the list came from; the gpu-uuid texts say `CUDA_VISIBLE_DEVICES`.
     let source = if args.devices.is_some() {
         format!("--devices {raw:?} (the value for CUDA_VISIBLE_DEVICES): ")
@@ -57,6 +60,23 @@ pub(crate) fn visibility(args: &VisibilityArgs) -> Output {
             .collect();
     }
     output
+}
+
+/// Why a mask holding a control character (a newline, a tab, an escape, DEL, a C1 control) is
+/// refused: no GPU entry holds one, and the printed mask is meant for a shell or a Slurm task
+/// prolog's `export NAME=value` line, where a newline would start a line of its own (a second
+/// `export`).
+/// CUDA reads the entries after its stop point as written, so the mask cannot be cut there.
+fn control_character(raw: &str, from_devices: bool) -> Option<String> {
+    let (at, found) = raw.char_indices().find(|(_, c)| c.is_control())?;
+    let (name, fix) = if from_devices {
+        ("--devices", "pass the list")
+    } else {
+        ("CUDA_VISIBLE_DEVICES", "set it")
+    };
+    Some(format!(
+        "{name} holds a control character ({found:?} at byte {at}), which no GPU index or UUID contains and which would break the line that exports the mask, so no mask is printed; {fix} as comma-separated indices or `GPU-` UUIDs from `nvidia-smi -L`, with no newline or other control character"
+    ))
 }
 
 /// Why CUDA would see no GPU at all with this mask, if it would not.
@@ -202,7 +222,8 @@ Exit status:
   0  the mask is on stdout; an entry CUDA would ignore or read otherwise than
      written (`0-2`, `0,-1,1`, a UUID without `GPU-`) adds a `warning: ` line
   1  refused: the mask would show no GPU (empty, `0,0`, `all`, `-1`), an index
-     has no host GPU, or index order cannot be trusted; stdout is empty
+     has no host GPU, index order cannot be trusted, or the mask holds a newline
+     or another control character; stdout is empty
   2  usage error",
     )
 }

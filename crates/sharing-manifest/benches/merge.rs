@@ -57,6 +57,7 @@ fn evidence(rank: i64, ranks_per_host: i64) -> Evidence {
         ambient_server: false,
         daemon_pid: Some(2000 + host),
         caller_uid: Some(1000),
+        judged_for_uid: Some(1000),
         server_uids: vec![1000],
         daemon_visible_devices: None,
         daemon_multiuser: Some(false),

@@ -29,7 +29,7 @@ pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERS
 /// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`, then
 /// what the processes will be served with (issue 20: the daemon's default active-thread
 /// percentage and pinned-memory limit, the server's state).
-pub const EVIDENCE_KEYS: [&str; 27] = [
+pub const EVIDENCE_KEYS: [&str; 28] = [
     "configured",
     "effective",
     "validated",
@@ -47,6 +47,7 @@ pub const EVIDENCE_KEYS: [&str; 27] = [
     "ambient_server",
     "daemon_pid",
     "caller_uid",
+    "judged_for_uid",
     "server_uids",
     "daemon_visible_devices",
     "daemon_multiuser",
@@ -59,7 +60,7 @@ pub const EVIDENCE_KEYS: [&str; 27] = [
     "server_status",
 ];
 
-/// The evidence as a JSON object: the 27 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 28 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -71,7 +72,7 @@ pub const EVIDENCE_KEYS: [&str; 27] = [
 ///     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
 ///     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
 ///     server_pid: None, ambient_server: false, daemon_pid: None,
-///     caller_uid: None, server_uids: vec![], daemon_visible_devices: None,
+///     caller_uid: None, judged_for_uid: None, server_uids: vec![], daemon_visible_devices: None,
 ///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![], host_name: None,
 ///     default_active_thread_percentage: None, default_pinned_mem_limit: None, server_status: None,
 /// };
@@ -101,6 +102,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         ambient_server,
         daemon_pid,
         caller_uid,
+        judged_for_uid,
         server_uids,
         daemon_visible_devices,
         daemon_multiuser,
@@ -130,6 +132,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         Value::Bool(*ambient_server),
         number(*daemon_pid),
         caller_uid.map_or(Value::Null, Value::from),
+        judged_for_uid.map_or(Value::Null, Value::from),
         server_uids.iter().copied().map(Value::from).collect(),
         text(daemon_visible_devices.as_deref()),
         daemon_multiuser.map_or(Value::Null, Value::Bool),
@@ -240,6 +243,7 @@ mod tests {
             ambient_server: false,
             daemon_pid: Some(17),
             caller_uid: Some(1000),
+            judged_for_uid: Some(1001),
             server_uids: vec![1000],
             daemon_visible_devices: Some("GPU-c08d91cb".to_owned()),
             daemon_multiuser: Some(false),
@@ -303,6 +307,7 @@ mod tests {
             ambient_server: false,
             daemon_pid: None,
             caller_uid: None,
+            judged_for_uid: None,
             server_uids: vec![],
             daemon_visible_devices: None,
             daemon_multiuser: None,

@@ -33,6 +33,7 @@ fn evidence() -> Evidence {
         ambient_server: false,
         daemon_pid: None,
         caller_uid: None,
+        judged_for_uid: None,
         server_uids: vec![],
         daemon_visible_devices: None,
         daemon_multiuser: None,

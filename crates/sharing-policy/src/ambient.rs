@@ -39,6 +39,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         ambient_server: false,
         daemon_pid: None,
         caller_uid: None,
+        judged_for_uid: None,
         server_uids: Vec::new(),
         daemon_visible_devices: None,
         daemon_multiuser: None,
@@ -120,6 +121,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         evidence.daemon_pid = evidence.daemon_pid.or(served.daemon_pid);
     }
     evidence.caller_uid = served.caller_uid;
+    evidence.judged_for_uid = request.judged_for_uid(facts);
     evidence.server_uids = served.server_uids;
     evidence.daemon_visible_devices = served.daemon_visible_devices;
     evidence.daemon_multiuser = served.daemon_multiuser;

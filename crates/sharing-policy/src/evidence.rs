@@ -50,6 +50,11 @@ pub struct Evidence {
     /// The probing process's effective UID (null when not recorded).
     #[serde(default)]
     pub caller_uid: Option<u32>,
+    /// The UID the request was judged for: the request's `as_user` (`--as-user`), else
+    /// `caller_uid`. The owner checks compare the servers' owners with it (null when neither
+    /// is known).
+    #[serde(default)]
+    pub judged_for_uid: Option<u32>,
     /// The effective UID of each listed MPS server whose owner was read, in order.
     #[serde(default)]
     pub server_uids: Vec<u32>,

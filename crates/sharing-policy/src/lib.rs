@@ -3,6 +3,7 @@
 mod ambient;
 mod assess;
 mod attest;
+mod class;
 mod code;
 mod commands;
 mod daemon;
@@ -35,6 +36,7 @@ pub use attest::{
     ServerSettings, attest, attest_settings_commands, distinct_pids, parse_client_list,
     same_process, stat_start_time,
 };
+pub use class::CodeClass;
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;

@@ -40,6 +40,12 @@ pub struct Request {
     /// (`--min-pinned-mem`; no limit at all meets any minimum); `None` states no minimum.
     #[serde(default)]
     pub min_pinned_mem: Option<MemSize>,
+    /// The user whose job is judged (`--as-user`): the owner checks compare the MPS servers'
+    /// owners with this UID instead of the probing process's. `None` judges for the probing
+    /// process itself (the snapshot's `caller`). A root Prolog passes the job's user here, so
+    /// that the job user's own live server is not "another user's".
+    #[serde(default)]
+    pub as_user: Option<u32>,
 }
 
 impl Request {
@@ -63,6 +69,14 @@ impl Request {
             vocabulary: Vocabulary::Reference,
             min_active_thread_percentage: None,
             min_pinned_mem: None,
+            as_user: None,
         }
+    }
+
+    /// The UID the request is judged for: [`Request::as_user`], else the probing process's
+    /// effective UID as the snapshot recorded it (`None` when neither is known).
+    pub fn judged_for_uid(&self, facts: &crate::HostFacts) -> Option<u32> {
+        self.as_user
+            .or_else(|| facts.caller.as_ref().map(|caller| caller.euid))
     }
 }

@@ -150,6 +150,8 @@ class Evidence:
         @property
         def caller_uid(self) -> int | None: ...
         @property
+        def judged_for_uid(self) -> int | None: ...
+        @property
         def server_uids(self) -> list[int]: ...
         @property
         def daemon_visible_devices(self) -> str | None: ...
@@ -281,6 +283,7 @@ def _spec(
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
     cuda_device_uuids: dict[int, str] | None = None,
+    as_user: int | str | None = None,
 ) -> dict[str, Any]:
     if learner_device is None:
         raise TypeError("missing required argument 'learner_device'")
@@ -294,6 +297,10 @@ def _spec(
         )
     if not isinstance(min_pinned_mem, (str, type(None))):
         raise TypeError(f"min_pinned_mem must be a str like '10G', got {min_pinned_mem!r}")
+    if isinstance(as_user, bool) or not isinstance(as_user, (int, str, type(None))):
+        raise TypeError(f"as_user must be a UID (int) or a user name (str), got {as_user!r}")
+    if isinstance(as_user, int) and as_user < 0:
+        raise ValueError(f"as_user must be a UID of 0 or more, got {as_user}")
     return {
         "mode": request,
         "learner_device": learner_device,
@@ -312,6 +319,9 @@ def _spec(
             None if min_active_thread_percentage is None else str(min_active_thread_percentage)
         ),
         "min_pinned_mem": min_pinned_mem,
+        # Text, read by the same resolver as the CLI's --as-user (an unknown name raises
+        # ValueError).
+        "as_user": None if as_user is None else str(as_user),
     }
 
 
@@ -352,6 +362,7 @@ def probe(
     require_verified: bool = False,
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
+    as_user: int | str | None = None,
 ) -> Evidence:
     """Observe this host and validate the request, as ``mps-preflight probe``.
 
@@ -362,16 +373,21 @@ def probe(
     rejection, as ``--require-verified``.
     ``min_active_thread_percentage`` (``50``, ``12.5``) and ``min_pinned_mem`` (``"512M"``,
     ``"10G"``) are the CLI's ``--min-active-thread-percentage`` and ``--min-pinned-mem``.
+    ``as_user`` (a UID, or a user name in ``/etc/passwd``) judges the request for that user, as
+    ``--as-user``: a server of that user is the job's own; the evidence's ``judged_for_uid``
+    records it.
 
     Raises:
         Rejected: the first unmet prerequisite of an explicit request (never for a null one).
-        ValueError: a minimum that is not a percentage or an amount of memory.
+        ValueError: a minimum that is not a percentage or an amount of memory, or an
+            ``as_user`` that names no user.
     """
     spec = _spec(
         request, learner_device, collector_device, backend, rank, world_size,
         supported_backends, learner_uuid, timeout, require_verified=require_verified,
         min_active_thread_percentage=min_active_thread_percentage,
         min_pinned_mem=min_pinned_mem,
+        as_user=as_user,
     )
     return Evidence(_unwrap(_native.probe(spec)))
 
@@ -390,6 +406,7 @@ def check(
     require_verified: bool = False,
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
+    as_user: int | str | None = None,
 ) -> Evidence:
     """Validate the request against a snapshot alone, as ``mps-preflight check``.
 
@@ -406,6 +423,7 @@ def check(
         supported_backends, learner_uuid, 5.0, require_verified=require_verified,
         min_active_thread_percentage=min_active_thread_percentage,
         min_pinned_mem=min_pinned_mem,
+        as_user=as_user,
     )
     return Evidence(_unwrap(_native.check(spec, **_snapshot_source(snapshot))))
 
@@ -424,6 +442,7 @@ def doctor(
     snapshot: Mapping[str, Any] | StrPath | None = None,
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
+    as_user: int | str | None = None,
 ) -> list[Finding]:
     """Every unmet prerequisite at once, as ``mps-preflight doctor``: on this host, or on
     ``snapshot``. Empty exactly when :func:`probe` (or :func:`check`) would validate.
@@ -436,6 +455,7 @@ def doctor(
         supported_backends, learner_uuid, timeout,
         min_active_thread_percentage=min_active_thread_percentage,
         min_pinned_mem=min_pinned_mem,
+        as_user=as_user,
     )
     source = {} if snapshot is None else _snapshot_source(snapshot)
     answer = _native.doctor(spec, path=source.get("path"), text=source.get("text"))

@@ -115,6 +115,7 @@ fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
         require_verified: false,
         min_active_thread_percentage: None,
         min_pinned_mem: None,
+        as_user: None,
     };
     for null in ["null", "NULL", "Null", " null "] {
         assert_eq!(args(null).to_request().mode, None, "{null:?}");
@@ -122,4 +123,10 @@ fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
     for other in ["mps", "MPS", "", "none", "nul"] {
         assert_eq!(args(other).to_request().mode.as_deref(), Some(other));
     }
+    assert_eq!(args("mps").to_request().as_user, None);
+    let judged = RequestArgs {
+        as_user: Some(1001),
+        ..args("mps")
+    };
+    assert_eq!(judged.to_request().as_user, Some(1001));
 }

@@ -7,10 +7,12 @@
     clippy::indexing_slicing
 )]
 
+mod as_user;
 mod attest;
 mod attest_identity;
 mod attest_namespace;
 mod bad_input;
+mod codes;
 mod docs;
 mod exit_codes;
 mod fake_daemon;

@@ -202,3 +202,47 @@ fn refusals_name_the_entry() {
     record("non-UTF-8 mask", &bad, &["visibility"]);
     insta::assert_snapshot!(transcript);
 }
+
+/// A mask holding a newline or another control character is refused, whichever entry holds it:
+/// a Slurm task prolog prints the mask as `export CUDA_VISIBLE_DEVICES=<mask>`, and a newline after
+/// CUDA's stop point (which CUDA keeps as written) would print a second `export` line.
+#[test]
+fn a_mask_holding_a_control_character_is_refused() {
+    let mut host = FakeHost::new();
+    host.two_gpus();
+    for mask in [
+        "0,\nexport LD_PRELOAD=/tmp/x.so",
+        "0,-1,\nexport LD_PRELOAD=/tmp/x.so",
+        &format!("{GPU0}\n"),
+        "0\t",
+        "0,\r1",
+        "0,\u{1b}[2J",
+        "0,\u{7f}",
+        "0,\u{85}",
+    ] {
+        host.env("CUDA_VISIBLE_DEVICES", mask);
+        let run = host.run(&["visibility"]);
+        run.assert_rejected(&format!("{mask:?}"));
+        assert!(
+            run.stderr
+                .contains("CUDA_VISIBLE_DEVICES holds a control character"),
+            "{mask:?}\n{}",
+            run.render()
+        );
+        assert!(run.stderr.contains("with no newline"), "{}", run.render());
+        host.unset("CUDA_VISIBLE_DEVICES");
+        let run = host.run(&["visibility", "--devices", mask]);
+        run.assert_rejected(&format!("--devices {mask:?}"));
+        assert!(
+            run.stderr.contains("--devices holds a control character"),
+            "{}",
+            run.render()
+        );
+    }
+    // A space is no control character: CUDA reads it, and the mask is printed as before.
+    let run = host.run(&["visibility", "--devices", "0,-1, 1"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, format!("{GPU0},-1, 1\n").as_str())
+    );
+}

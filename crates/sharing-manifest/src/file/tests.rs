@@ -27,6 +27,7 @@ fn evidence() -> Evidence {
         ambient_server: false,
         daemon_pid: Some(7),
         caller_uid: None,
+        judged_for_uid: None,
         server_uids: vec![],
         daemon_visible_devices: None,
         daemon_multiuser: None,

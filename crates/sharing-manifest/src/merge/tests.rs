@@ -23,6 +23,7 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         ambient_server: false,
         daemon_pid: Some(100),
         caller_uid: None,
+        judged_for_uid: None,
         server_uids: vec![],
         daemon_visible_devices: None,
         daemon_multiuser: None,

@@ -164,6 +164,7 @@ pub(crate) fn explicit(
         ambient_server: false,
         daemon_pid: host.daemon_pid.or(served.facts.daemon_pid),
         caller_uid: served.facts.caller_uid,
+        judged_for_uid: request.judged_for_uid(facts),
         server_uids: served.facts.server_uids,
         daemon_visible_devices: served.facts.daemon_visible_devices,
         daemon_multiuser: served.facts.daemon_multiuser,

@@ -9,7 +9,8 @@ use crate::{Code, Finding};
 /// How to make the servers' owners readable.
 const VERIFY: &str = "run the probe as root, or where /proc is not mounted with hidepid, so that the servers' /proc/<pid>/status is readable (with --require-verified this is a rejection)";
 
-/// Every listed server runs as the probing user, or the daemon is in multi-user mode.
+/// Every listed server runs as the user the request is judged for (`as_user`, else the probing
+/// user), or the daemon is in multi-user mode.
 pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut Findings) {
     let facts = context.facts;
     let pids = served::server_pids(facts.daemon_query.as_ref(), context.directory.as_bytes());
@@ -20,7 +21,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     if multiuser == Some(true) {
         return; // the evidence's daemon_multiuser says why
     }
-    let Some(caller) = facts.caller else {
+    let Some(judged) = context.request.judged_for_uid(facts) else {
         let why = "the probing user's UID was not recorded (a v1 snapshot)".to_owned();
         served.unverified(context.request, findings, unverified(context, why));
         return;
@@ -29,12 +30,12 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     let others: Vec<(i64, u32)> = owners
         .iter()
         .filter_map(|(pid, owner)| match owner {
-            Owner::Uid(uid) if *uid != caller.euid => Some((*pid, *uid)),
+            Owner::Uid(uid) if *uid != judged => Some((*pid, *uid)),
             _ => None,
         })
         .collect();
     if !others.is_empty() {
-        findings.push(|| another_user(context, &others, caller.euid, multiuser));
+        findings.push(|| another_user(context, &others, judged, multiuser));
         return;
     }
     let unknown: Vec<String> = owners
@@ -55,8 +56,12 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
 
 fn unverified(context: &Context<'_>, why: String) -> Finding {
     let what = format!(
-        "that the MPS servers of the control daemon at {} run as this user",
-        context.control_path()
+        "that the MPS servers of the control daemon at {} run as {}",
+        context.control_path(),
+        context
+            .request
+            .as_user
+            .map_or_else(|| "this user".to_owned(), |uid| format!("uid {uid}"))
     );
     super::unverified_finding(context, Code::ServerOwnerUnverified, &what, why, VERIFY)
 }
@@ -73,7 +78,12 @@ fn another_user(
         .map(|(pid, uid)| format!("PID {pid} (uid {uid})"))
         .collect::<Vec<_>>()
         .join(", ");
-    let found = format!("MPS server {listed}; this process is uid {ours}");
+    let whose = if context.request.as_user.is_some() {
+        "the job is judged for uid"
+    } else {
+        "this process is uid"
+    };
+    let found = format!("MPS server {listed}; {whose} {ours}");
     let first_uid = others.first().map_or(0, |(_, uid)| *uid);
     let mode = if multiuser.is_none() {
         " Whether the daemon runs in multi-user mode could not be verified (its process or command line was not observed, or no known version's option parser reads it)."

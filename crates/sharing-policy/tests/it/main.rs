@@ -11,6 +11,7 @@
     reason = "tests read and write fixture files"
 )]
 
+mod as_user;
 mod attest;
 mod attest_deployed;
 mod changes;

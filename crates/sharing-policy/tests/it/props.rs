@@ -71,10 +71,16 @@ fn assert_served(request: &Request, facts: &HostFacts, evidence: &sharing_policy
         "{:?}",
         evidence.compute_mode
     );
+    // Judged for `as_user` when given, else for the caller; a server of any other user passes
+    // only a multi-user daemon.
+    let judged = request
+        .as_user
+        .or_else(|| facts.caller.map(|caller| caller.euid));
+    assert_eq!(evidence.judged_for_uid, judged);
     if evidence
         .server_uids
         .iter()
-        .any(|uid| Some(*uid) != evidence.caller_uid)
+        .any(|uid| Some(*uid) != evidence.judged_for_uid)
     {
         assert_eq!(evidence.daemon_multiuser, Some(true));
     }
@@ -119,7 +125,8 @@ fn assert_served(request: &Request, facts: &HostFacts, evidence: &sharing_policy
     let listed = listed_server_pids(facts.daemon_query.as_ref().unwrap(), &pipe);
     if evidence.daemon_multiuser != Some(true) {
         assert_eq!(evidence.server_uids.len(), listed.len());
-        assert!(evidence.server_uids.iter().all(|uid| *uid == caller.euid));
+        let judged = request.as_user.unwrap_or(caller.euid);
+        assert!(evidence.server_uids.iter().all(|uid| *uid == judged));
     }
 }
 

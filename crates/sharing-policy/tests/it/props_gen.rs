@@ -112,13 +112,16 @@ pub(crate) fn plausible_request() -> impl Strategy<Value = Request> {
         select(vec!["mjwarp", " MJWarp "]),
         select(vec![(0, 1), (1, 2), (3, 4)]),
         any::<bool>(),
+        // Judged for the probing user, or for another (`--as-user`), whose servers are its own.
+        select(vec![None, None, Some(0), Some(1000), Some(1001)]),
     )
         .prop_map(
-            |(mode, learner, collector, backend, (rank, world_size), strict)| {
+            |(mode, learner, collector, backend, (rank, world_size), strict, as_user)| {
                 let mut request = Request::new(Some(mode), learner, Some(collector), backend);
                 request.rank = rank;
                 request.world_size = world_size;
                 request.require_verified = strict;
+                request.as_user = as_user;
                 request
             },
         )

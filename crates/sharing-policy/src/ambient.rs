@@ -89,7 +89,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
             crate::Vocabulary::Reference,
             facts.daemon_query.as_ref(),
             directory.as_bytes(),
-            facts.pid_file.as_ref(),
+            served::corroborating_pid_file(facts),
         )
     {
         evidence.ambient_server = true;

@@ -90,6 +90,18 @@ pub(crate) fn pid_file_claim(facts: &HostFacts) -> Option<i64> {
     }
 }
 
+/// The pid file, as a corroboration of a live idle daemon for the reference's query: as
+/// recorded in a snapshot from before the lock was observed; once it was, only when the lock
+/// proves the process the pid file names (a pid file any user can write proves nothing alone).
+pub(crate) fn corroborating_pid_file(facts: &HostFacts) -> Option<&PidFileFacts> {
+    let pid_file = facts.pid_file.as_ref()?;
+    let Some(lock) = facts.daemon_process.as_ref().and_then(|s| s.lock.as_ref()) else {
+        return Some(pid_file);
+    };
+    let named = daemon::daemon_pid(Some(pid_file))?;
+    (crate::lock_holder_pid(lock) == Some(named)).then_some(pid_file)
+}
+
 /// The owner of one listed server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Owner {
@@ -428,6 +440,56 @@ pub(crate) fn renumbered_index(client_mask: Option<&OsText>) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Once the lock was observed, a pid file corroborates an idle daemon only when the lock
+    /// proves the process it names: a planted one naming any live `nvidia-cuda-mps` does not.
+    #[test]
+    fn a_pid_file_corroborates_only_what_the_lock_proves() {
+        let mut facts = HostFacts::unobserved("linux", crate::EnvFacts::default());
+        facts.pid_file = Some(PidFileFacts {
+            path: OsText::from("/tmp/nvidia-mps/nvidia-cuda-mps-control.pid"),
+            contents: Some(crate::CapturedText::from_bytes(b"4242", false)),
+            error: None,
+            pid_alive: Some(true),
+            process_name: Some("nvidia-cuda-mps".to_owned()),
+        });
+        assert!(corroborating_pid_file(&facts).is_some(), "no lock recorded");
+        let held_by = |pids: &[i64]| crate::DaemonLockFacts {
+            path: OsText::from("/tmp/nvidia-mps/control_lock"),
+            file: Some(crate::LockFileFacts {
+                kind: "file".to_owned(),
+                dev_major: 0xfe,
+                dev_minor: 0,
+                ino: 7,
+                uid: 0,
+            }),
+            file_error: None,
+            directory_uid: Some(0),
+            locks: Some(
+                pids.iter()
+                    .map(|pid| format!("1: POSIX  ADVISORY  WRITE {pid} fe:00:7 0 EOF"))
+                    .collect(),
+            ),
+            locks_error: None,
+        };
+        for (holders, corroborates) in [(&[][..], false), (&[99][..], false), (&[4242][..], true)] {
+            facts.daemon_process = Some(DaemonSearch {
+                proc_root: OsText::from("/proc"),
+                method: DaemonSearchMethod::PidFile,
+                scanned: 0,
+                limit: 0,
+                stopped: None,
+                error: None,
+                processes: Vec::new(),
+                lock: Some(held_by(holders)),
+            });
+            assert_eq!(
+                corroborating_pid_file(&facts).is_some(),
+                corroborates,
+                "{holders:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_effective_uid_is_the_second_field() {

@@ -19,7 +19,7 @@ pub(super) fn check(
         words,
         facts.daemon_query.as_ref(),
         directory.as_bytes(),
-        facts.pid_file.as_ref(),
+        crate::served::corroborating_pid_file(facts),
     );
     if let DaemonStatus::Live { server_pid } = status {
         return server_pid;

@@ -3,8 +3,11 @@
 //! responsibility (the shared piece goes to a lower module that imports neither).
 //!
 //! A module is a file or folder directly under a crate's `src/` (`cli.rs` and `cli/*.rs` are
-//! `cli`); an edge is a `crate::name` or `crate::{name, …}` path in its text. The check reads
-//! the text, as the render-module rule does; `lib.rs` and `main.rs` are the root, not modules.
+//! `cli`); an edge is a `crate::name` or `crate::{name, …}` path in its text, where `name` is
+//! a module or an item the crate root re-exports (`pub use facts::{HostFacts, …}` in `lib.rs`
+//! makes `crate::HostFacts` an edge to `facts`: a circle through a re-export is a circle). The
+//! check reads the text, as the render-module rule does; `lib.rs` and `main.rs` are the root,
+//! not modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -56,11 +59,71 @@ fn graph(src: &Path) -> Result<Graph, String> {
         collect_text(&path, 0, &mut text)?;
         graph.entry(stem).or_default().extend(named_modules(&text));
     }
+    let reexports = root_reexports(src)?;
     let modules: BTreeSet<String> = graph.keys().cloned().collect();
     for (module, edges) in &mut graph {
-        edges.retain(|to| to != module && modules.contains(to));
+        let named = std::mem::take(edges);
+        *edges = named
+            .into_iter()
+            .filter_map(|name| {
+                if modules.contains(&name) {
+                    Some(name)
+                } else {
+                    reexports.get(&name).cloned()
+                }
+            })
+            .filter(|to| to != module && modules.contains(to))
+            .collect();
     }
     Ok(graph)
+}
+
+/// The items the crate root (`lib.rs`, else `main.rs`) re-exports, each with the module it
+/// comes from: `pub use facts::{HostFacts, OsText as Text};` maps `HostFacts` and `Text` to
+/// `facts`.
+fn root_reexports(src: &Path) -> Result<BTreeMap<String, String>, String> {
+    let mut map = BTreeMap::new();
+    for root in ["lib.rs", "main.rs"] {
+        let path = src.join(root);
+        if !path.exists() {
+            continue;
+        }
+        let body = fs::read_to_string(&path)
+            .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+        reexports_in(&code_of(&body), &mut map);
+    }
+    Ok(map)
+}
+
+/// The `use` declarations of a root's text (any visibility), read into `map`.
+fn reexports_in(text: &str, map: &mut BTreeMap<String, String>) {
+    for statement in text.split(';') {
+        let statement = statement.trim();
+        let Some(at) = statement.find("use ") else {
+            continue;
+        };
+        let visibility = &statement[..at];
+        if !visibility.trim().starts_with("pub") {
+            continue;
+        }
+        let path = statement[at + "use ".len()..].trim();
+        let path = path.strip_prefix("crate::").unwrap_or(path);
+        let Some((module, rest)) = path.split_once("::") else {
+            continue;
+        };
+        let items = rest.trim();
+        let items = items
+            .strip_prefix('{')
+            .and_then(|inner| inner.strip_suffix('}'))
+            .unwrap_or(items);
+        for item in items.split(',') {
+            let name = item.rsplit(" as ").next().unwrap_or(item);
+            let name = name.rsplit("::").next().unwrap_or(name);
+            if let Some(name) = first_segment(name) {
+                map.insert(name, module.trim().to_owned());
+            }
+        }
+    }
 }
 
 /// The text of a module file, or of every `.rs` file of a module folder.
@@ -223,6 +286,45 @@ mod tests {
         let body = "use crate::a;\n/// see [`crate::b()`]\n// crate::c\n#[cfg(test)]\nmod tests { use crate::d; }\n";
         let names: Vec<String> = named_modules(&code_of(body)).into_iter().collect();
         assert_eq!(names, ["a"]);
+    }
+
+    #[test]
+    fn root_reexports_are_read_with_braces_and_renames() {
+        let mut map = BTreeMap::new();
+        reexports_in(
+            "mod facts;\npub use facts::{HostFacts, OsText as Text};\npub use code::Code;\n\
+             use private::Hidden;\npub(crate) use served::nested::Deep;\n",
+            &mut map,
+        );
+        let read: Vec<(&str, &str)> = map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            read,
+            [
+                ("Code", "code"),
+                ("Deep", "served"),
+                ("HostFacts", "facts"),
+                ("Text", "facts")
+            ]
+        );
+    }
+
+    /// A circle through items the crate root re-exports: `a` names `crate::Thing` (from `b`),
+    /// `b` names `crate::a`.
+    #[test]
+    fn a_circle_through_a_root_reexport_is_found() {
+        let dir = std::env::temp_dir().join(format!("xtask-circles-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("lib.rs"), "mod a;\nmod b;\npub use b::Thing;\n").unwrap();
+        fs::write(dir.join("a.rs"), "use crate::Thing;\n").unwrap();
+        fs::write(
+            dir.join("b.rs"),
+            "pub struct Thing;\nfn f() { crate::a::g(); }\n",
+        )
+        .unwrap();
+        let found = circles(&graph(&dir).unwrap());
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found, [["a", "b", "a"]]);
     }
 
     #[test]

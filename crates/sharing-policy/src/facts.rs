@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CallerFacts, DaemonSearch, ProcessFacts};
+use crate::{CallerFacts, DaemonSearch, OsText, ProcessFacts};
 
 /// The snapshot schema this crate writes: v3 adds the settings session
 /// ([`HostFacts::settings_query`]: each listed server's state, each GPU ordinal's default
@@ -79,59 +79,6 @@ pub const GPU_QUERY_PROGRAM: &str = "nvidia-smi";
 
 /// The control daemon's front-end, run with no arguments and commands on standard input.
 pub const DAEMON_QUERY_PROGRAM: &str = "nvidia-cuda-mps-control";
-
-/// A raw OS string kept losslessly: JSON text when it is UTF-8, else its bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(untagged, deny_unknown_fields)]
-pub enum OsText {
-    /// Valid UTF-8.
-    Text(String),
-    /// Anything else, byte for byte.
-    Bytes {
-        /// The raw bytes.
-        non_utf8_bytes: Vec<u8>,
-    },
-}
-
-impl OsText {
-    /// Keeps `bytes` as text when they are UTF-8, as bytes otherwise.
-    pub fn from_bytes(bytes: Vec<u8>) -> Self {
-        match String::from_utf8(bytes) {
-            Ok(text) => Self::Text(text),
-            Err(err) => Self::Bytes {
-                non_utf8_bytes: err.into_bytes(),
-            },
-        }
-    }
-
-    /// The raw bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            Self::Text(text) => text.as_bytes(),
-            Self::Bytes { non_utf8_bytes } => non_utf8_bytes,
-        }
-    }
-
-    /// The text, when it is UTF-8.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Self::Text(text) => Some(text),
-            Self::Bytes { .. } => None,
-        }
-    }
-
-    /// A readable rendering for messages (invalid bytes become U+FFFD).
-    pub fn to_string_lossy(&self) -> String {
-        String::from_utf8_lossy(self.as_bytes()).into_owned()
-    }
-}
-
-impl From<&str> for OsText {
-    fn from(text: &str) -> Self {
-        Self::Text(text.to_owned())
-    }
-}
 
 /// One host snapshot: what a probe saw, uninterpreted. `None` means "not observed".
 ///

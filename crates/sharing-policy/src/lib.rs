@@ -17,6 +17,7 @@ mod gpu;
 mod limits;
 mod lock;
 mod namespace;
+mod os_text;
 mod proc_text;
 mod process;
 mod request;
@@ -32,9 +33,9 @@ mod vocabulary;
 use assess::{Unmet, Wanted};
 pub use attest::{
     ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS,
-    ClientFacts, LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts,
-    ServerSettings, attest, attest_settings_commands, distinct_pids, parse_client_list,
-    same_process, stat_start_time,
+    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, ServerSettings,
+    attest, attest_settings_commands, distinct_pids, parse_client_list, same_process,
+    stat_start_time,
 };
 pub use class::CodeClass;
 pub use code::Code;
@@ -43,7 +44,7 @@ pub use daemon::reference::REFERENCE_DAEMON_STDIN;
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
-    DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts, OsText,
+    DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts,
     PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, SCHEMA_V1,
     SCHEMA_V2, SCHEMAS_READ, V2_ONLY_FIELDS, V3_ONLY_FIELDS, parse_pid, schema_field_error,
 };
@@ -54,9 +55,10 @@ pub use gpu::{
 };
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;
+pub use os_text::OsText;
 pub use process::{
-    CAP_SYS_PTRACE_BIT, CallerFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS, DaemonLockFacts,
-    DaemonSearch, DaemonSearchMethod, LockFileFacts, ProcessFacts,
+    CAP_SYS_PTRACE_BIT, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS,
+    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, LockFileFacts, ProcessFacts,
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};

@@ -168,3 +168,57 @@ pub struct LockFileFacts {
     /// Its owner.
     pub uid: u32,
 }
+
+/// A process that should be an MPS client, as `/proc/<pid>` showed it, raw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClientFacts {
+    /// The PID given on the command line.
+    pub pid: i64,
+    /// Whether `/proc/<pid>` exists (`None`: the check failed for another reason; see
+    /// `errors.entry`).
+    pub exists: Option<bool>,
+    /// The text after `State:` in `/proc/<pid>/status` (`S (sleeping)`, `Z (zombie)`), raw.
+    pub state: Option<String>,
+    /// The text after `Uid:` in `/proc/<pid>/status`, uncut.
+    pub status_uid: Option<String>,
+    /// The [`CLIENT_ENVIRON_VARS`](crate::CLIENT_ENVIRON_VARS) its `/proc/<pid>/environ` sets (an absent key is unset;
+    /// `None` when the file could not be read: another user's, without root).
+    pub environ: Option<BTreeMap<String, OsText>>,
+    /// The OS error of each file that could not be read (`entry`, `status`, `environ`, `stat`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, String>,
+    /// Its start time: field 22 of `/proc/<pid>/stat` (clock ticks after boot), read in this
+    /// round (issue 21 part 2; absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
+    /// The start time pinned at the first observation that read one (`--wait-ms` rounds): a
+    /// later round that reads another start time saw another process that reused the PID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_start_time: Option<u64>,
+    /// `readlink /proc/<pid>/ns/pid`, raw (issue 20; absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_namespace: Option<String>,
+    /// The text after `NSpid:` in `/proc/<pid>/status`, raw (absent in older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nspid: Option<String>,
+}
+
+impl ClientFacts {
+    /// A process of which nothing has been read yet.
+    pub fn new(pid: i64) -> Self {
+        Self {
+            pid,
+            exists: None,
+            state: None,
+            status_uid: None,
+            environ: None,
+            errors: BTreeMap::new(),
+            start_time: None,
+            first_start_time: None,
+            pid_namespace: None,
+            nspid: None,
+        }
+    }
+}

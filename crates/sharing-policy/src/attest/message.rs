@@ -3,9 +3,9 @@
 use crate::text::repr;
 
 use super::{
-    AttestCode, AttestFacts, ClientFacts, LikelyCause, ProcessAttestation, Role, server_problem,
-    server_uid,
+    AttestCode, AttestFacts, LikelyCause, ProcessAttestation, Role, server_problem, server_uid,
 };
+use crate::ClientFacts;
 
 /// Everything a message may name.
 pub(super) struct Subject<'a> {

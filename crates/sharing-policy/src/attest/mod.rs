@@ -10,10 +10,11 @@ mod settings;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ClientFacts;
 use answers::Unproven;
 pub use answers::parse_client_list;
 pub use facts::{
-    ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, ClientFacts, PipeDirectorySource, ServerFacts,
+    ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, PipeDirectorySource, ServerFacts,
     stat_start_time,
 };
 use seen::{Seen, listing, seen};

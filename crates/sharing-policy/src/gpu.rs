@@ -218,7 +218,7 @@ pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
 
 /// The table rows of a recorded query, borrowed when it is v1's: the validator reads the table
 /// once, so it need not copy each row's name and bus id. `models` is the models query that
-/// completes the reference's two-column table ([`reference`]).
+/// completes the reference's two-column table ([`mod@reference`]).
 fn table_text<'a>(
     query: &'a QueryRecord,
     models: Option<&QueryRecord>,

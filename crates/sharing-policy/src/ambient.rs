@@ -50,6 +50,8 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        daemon_log: None,
+        last_server_ready: None,
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

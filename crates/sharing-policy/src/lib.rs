@@ -9,6 +9,7 @@ mod commands;
 mod daemon;
 mod daemon_args;
 mod daemon_identity;
+mod daemon_log;
 mod device;
 mod evidence;
 mod facts;
@@ -40,6 +41,10 @@ pub use class::CodeClass;
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
+pub use daemon_log::{
+    DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts,
+    daemon_log_directory,
+};
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,

@@ -58,7 +58,6 @@ pub(crate) fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
             ..ProcessFacts::new(pid)
         },
         settings_query: None,
-        daemon_log: None,
     }
 }
 

@@ -78,14 +78,19 @@ fn base() -> HostFacts {
         })
         .map(|mut facts| {
             // A 535 driver, whose daemon cannot answer get_server_status.
-            if let Some(sharing_policy::QueryOutcome::Exited { stdout, .. }) =
-                facts.gpu_query.as_mut().map(|q| &mut q.outcome)
-            {
-                stdout.text = stdout.text.replace("550.163.01", "535.183.01");
-            }
+            set_driver(&mut facts, "535.183.01");
             facts
         })
         .unwrap()
+}
+
+/// Replaces the served host's 550 driver version with `version`.
+fn set_driver(facts: &mut HostFacts, version: &str) {
+    if let Some(sharing_policy::QueryOutcome::Exited { stdout, .. }) =
+        facts.gpu_query.as_mut().map(|q| &mut q.outcome)
+    {
+        stdout.text = stdout.text.replace("550.163.01", version);
+    }
 }
 
 fn judged(daemon_log: DaemonLogFacts) -> (Result<(), Code>, Vec<Code>) {
@@ -326,6 +331,7 @@ pub(crate) fn log_breakers() -> Vec<Breaker> {
             code: Code::ServerFatalErrorLogged,
             apply: |_, f, s| {
                 make_served(f);
+                set_driver(f, pick(&["535.183.01", "470.256.02"], s));
                 f.daemon_log = Some(texts(pick(&[REAL_535, REAL_550], s), Some(FATAL)));
             },
         },
@@ -335,6 +341,11 @@ pub(crate) fn log_breakers() -> Vec<Breaker> {
             apply: |r, f, s| {
                 make_served(f);
                 r.require_verified = true;
+                // Every listed server's state answered, so only the log is unverified.
+                f.settings_query = crate::hosts::settings(f, |command| match command {
+                    sharing_policy::ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
+                    _ => String::new(),
+                });
                 let error = pick(
                     &[
                         "Permission denied (os error 13)",

@@ -88,15 +88,15 @@ pub fn read_tail(path: &OsText) -> LogFileFacts {
     }
     let size = u64::try_from(stat.st_size).unwrap_or(0);
     facts.size = Some(size);
-    let start = size.saturating_sub(LOG_TAIL_CAP);
+    let offset = size.saturating_sub(LOG_TAIL_CAP);
     let file = std::fs::File::from(fd);
-    let mut bytes = vec![0u8; usize::try_from(size - start).unwrap_or(0)];
+    let mut bytes = vec![0u8; usize::try_from(size - offset).unwrap_or(0)];
     let mut filled = 0;
     while filled < bytes.len() {
         let Some(rest) = bytes.get_mut(filled..) else {
             break;
         };
-        match file.read_at(rest, start + filled as u64) {
+        match file.read_at(rest, offset + filled as u64) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
@@ -107,7 +107,7 @@ pub fn read_tail(path: &OsText) -> LogFileFacts {
         }
     }
     bytes.truncate(filled);
-    facts.cut_at_start = start > 0;
+    facts.cut_at_start = offset > 0;
     facts.text = Some(String::from_utf8_lossy(&bytes).into_owned());
     facts
 }

@@ -272,6 +272,10 @@ impl Code {
     }
 
     /// [`Code::why`].
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per code, every code named so none is missed"
+    )]
     fn reference_why(self) -> &'static str {
         match self {
             Self::UnsupportedMode => {

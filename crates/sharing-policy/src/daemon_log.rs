@@ -66,7 +66,12 @@ pub(crate) const ENOENT: i32 = 2;
 
 /// The log directory of the control daemon serving `pipe_directory`, from the proven
 /// daemon's own environment (`CUDA_MPS_LOG_DIRECTORY`, else [`DEFAULT_LOG_DIRECTORY`]): what
-/// `mps-host` reads. `Err` says why it cannot be decided; no other process's word is taken.
+/// `mps-host` reads. No other process's word is taken.
+///
+/// # Errors
+///
+/// Why the directory cannot be decided: the daemon's process is not proven, or its
+/// environment was not read.
 pub fn daemon_log_directory(
     facts: &crate::HostFacts,
     pipe_directory: &[u8],

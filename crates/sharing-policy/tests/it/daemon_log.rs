@@ -123,11 +123,7 @@ fn a_crash_loop_is_rejected_until_a_server_is_ready_again() {
     let healed = [CRASH_LOOP, READY].concat();
     assert_eq!(judged(texts(&healed, None)).0, Ok(()));
     // One crash is not a loop; a clean exit is no crash.
-    let once: String = CRASH_LOOP
-        .lines()
-        .take(4)
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let once = CRASH_LOOP.lines().take(4).collect::<Vec<_>>().join("\n");
     assert_eq!(judged(texts(&once, None)).0, Ok(()));
     let clean = "[2013-08-05 13:02:26.226 Control 13894] Server 13929 exited with status 0\n";
     assert_eq!(

@@ -314,6 +314,28 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
     );
     let evidence = validate(&strict(&request), &facts).unwrap();
     assert_eq!(evidence.unverified, [], "{evidence:?}");
+    // The daemon's own log, read from the proven daemon's CUDA_MPS_LOG_DIRECTORY: its start
+    // line is there, and a healthy daemon's log is neither rejected nor unverified.
+    let log = facts.daemon_log.as_ref().unwrap();
+    let control = daemon.log_dir.join("control.log");
+    assert_eq!(
+        log.directory
+            .as_ref()
+            .map(sharing_policy::OsText::to_string_lossy),
+        Some(daemon.log_dir.to_string_lossy().into_owned()),
+        "{log:?}"
+    );
+    let text = log.files[0].text.as_deref().unwrap();
+    assert!(
+        text.contains("] Starting control daemon using socket "),
+        "{log:?}"
+    );
+    assert!(!log.files[0].cut_at_start, "{log:?}");
+    assert_eq!(
+        evidence.daemon_log.as_deref(),
+        Some(control.to_string_lossy().as_ref())
+    );
+    assert_eq!(evidence.last_server_ready, None, "no GPU, so no server");
     // Issue 20: the settings session asked each GPU ordinal's default pinned-memory limit;
     // none is set (the daemon prints nothing), and no server runs without a GPU.
     let settings = facts.settings_query.as_ref().unwrap();

@@ -432,11 +432,15 @@ fn as_nobody_the_scope_is_unverified() {
     let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
 
     let evidence = validate(&request, &facts).unwrap();
+    // Root's daemon's environment is unreadable to nobody: neither its scope nor its log
+    // directory (so its log) can be verified.
     assert_eq!(
         evidence.unverified,
-        [Code::DaemonScopeUnverified],
+        [Code::DaemonScopeUnverified, Code::DaemonLogUnverified],
         "{evidence:?}"
     );
+    let log = facts.daemon_log.as_ref().unwrap();
+    assert!(log.directory.is_none(), "{log:?}");
     assert_eq!(evidence.daemon_visible_devices, None);
     let rejection = validate(&strict(&request), &facts).unwrap_err();
     assert_eq!(rejection.code(), Code::DaemonScopeUnverified, "{rejection}");

@@ -261,8 +261,8 @@ mod tests {
             default_active_thread_percentage: None,
             default_pinned_mem_limit: None,
             server_status: None,
-            daemon_log: None,
-            last_server_ready: None,
+            daemon_log: Some("/var/log/nvidia-mps/control.log".to_owned()),
+            last_server_ready: Some(11803),
         }
     }
 

@@ -161,6 +161,10 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
             }
         };
     }
+    // The daemon's own log, read once its process is proven: a bounded read of two files.
+    if facts.daemon_process.is_some() {
+        facts.daemon_log = Some(crate::log::observe_daemon_log(&facts, &directory));
+    }
     facts.settings_query = settings_query(&facts, runner, deadline);
     facts
 }

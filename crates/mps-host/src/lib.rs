@@ -5,6 +5,7 @@ mod capture;
 mod children;
 mod fs;
 mod lock;
+mod log;
 mod passwd;
 mod procfs;
 mod retried;
@@ -18,6 +19,7 @@ pub use capture::{
 pub use children::{StoppedQueries, forbid_queries, stop_all_queries};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
 pub use lock::{LOCK_FILE_NAME, observe_daemon_lock};
+pub use log::{observe_daemon_log, observe_log_directory, read_tail};
 pub use passwd::{PASSWD_CAP, PASSWD_PATH, resolve_user, resolve_user_in};
 pub use procfs::{find_daemon, observe_caller, observe_client, observe_process};
 pub use retried::run_retried;

@@ -268,6 +268,15 @@ fn served_capture_in_state(
     );
     let pipe_env = format!("CUDA_MPS_PIPE_DIRECTORY={}", pipe.display());
     let mask_env = format!("CUDA_VISIBLE_DEVICES={daemon_mask}");
+    // The daemon's log directory, holding the real 535 daemon's own control.log.
+    let log = dir.path().join("log");
+    std::fs::create_dir(&log).unwrap();
+    std::fs::write(
+        log.join("control.log"),
+        include_str!("../../../fixtures/daemon-logs/real-535.control.log"),
+    )
+    .unwrap();
+    let log_env = format!("CUDA_MPS_LOG_DIRECTORY={}", log.display());
     let cmdline: Vec<&str> = std::iter::once("nvidia-cuda-mps-control")
         .chain(daemon_args.iter().copied())
         .collect();
@@ -277,7 +286,7 @@ fn served_capture_in_state(
         0,
         "nvidia-cuda-mps",
         Some(&cmdline),
-        Some(&[pipe_env.as_str(), mask_env.as_str()]),
+        Some(&[pipe_env.as_str(), mask_env.as_str(), log_env.as_str()]),
     );
     fake_process(
         &proc,

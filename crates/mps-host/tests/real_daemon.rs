@@ -314,6 +314,28 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
     );
     let evidence = validate(&strict(&request), &facts).unwrap();
     assert_eq!(evidence.unverified, [], "{evidence:?}");
+    // The daemon's own log, read from the proven daemon's CUDA_MPS_LOG_DIRECTORY: its start
+    // line is there, and a healthy daemon's log is neither rejected nor unverified.
+    let log = facts.daemon_log.as_ref().unwrap();
+    let control = daemon.log_dir.join("control.log");
+    assert_eq!(
+        log.directory
+            .as_ref()
+            .map(sharing_policy::OsText::to_string_lossy),
+        Some(daemon.log_dir.to_string_lossy().into_owned()),
+        "{log:?}"
+    );
+    let text = log.files[0].text.as_deref().unwrap();
+    assert!(
+        text.contains("] Starting control daemon using socket "),
+        "{log:?}"
+    );
+    assert!(!log.files[0].cut_at_start, "{log:?}");
+    assert_eq!(
+        evidence.daemon_log.as_deref(),
+        Some(control.to_string_lossy().as_ref())
+    );
+    assert_eq!(evidence.last_server_ready, None, "no GPU, so no server");
     // Issue 20: the settings session asked each GPU ordinal's default pinned-memory limit;
     // none is set (the daemon prints nothing), and no server runs without a GPU.
     let settings = facts.settings_query.as_ref().unwrap();
@@ -410,11 +432,15 @@ fn as_nobody_the_scope_is_unverified() {
     let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
 
     let evidence = validate(&request, &facts).unwrap();
+    // Root's daemon's environment is unreadable to nobody: neither its scope nor its log
+    // directory (so its log) can be verified.
     assert_eq!(
         evidence.unverified,
-        [Code::DaemonScopeUnverified],
+        [Code::DaemonScopeUnverified, Code::DaemonLogUnverified],
         "{evidence:?}"
     );
+    let log = facts.daemon_log.as_ref().unwrap();
+    assert!(log.directory.is_none(), "{log:?}");
     assert_eq!(evidence.daemon_visible_devices, None);
     let rejection = validate(&strict(&request), &facts).unwrap_err();
     assert_eq!(rejection.code(), Code::DaemonScopeUnverified, "{rejection}");

@@ -68,6 +68,8 @@ fn evidence(rank: i64, ranks_per_host: i64) -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        daemon_log: None,
+        last_server_ready: None,
     }
 }
 

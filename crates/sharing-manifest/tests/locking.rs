@@ -62,6 +62,8 @@ fn evidence(rank: i64) -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        daemon_log: None,
+        last_server_ready: None,
     }
 }
 

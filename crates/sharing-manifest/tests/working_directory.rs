@@ -44,6 +44,8 @@ fn evidence() -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        daemon_log: None,
+        last_server_ready: None,
     }
 }
 

@@ -60,7 +60,10 @@ impl Code {
             | Self::InvalidCudaDevice
             | Self::NonUtf8PipeDirectory
             | Self::ControlPathTooLong => CodeClass::Setting,
-            Self::ServerOfAnotherUser | Self::ServerFault => CodeClass::WorkloadConflict,
+            Self::ServerOfAnotherUser
+            | Self::ServerFault
+            | Self::ServerFatalErrorLogged
+            | Self::DaemonLogPendingClient => CodeClass::WorkloadConflict,
             Self::UnsupportedOs
             | Self::CudaUnavailable
             | Self::DeviceOutOfRange
@@ -87,7 +90,11 @@ impl Code {
             | Self::ServerStatusUnverified
             | Self::ActiveThreadPercentageBelowRequirement
             | Self::PinnedMemBelowRequirement
-            | Self::PinnedMemLimitUnverified => CodeClass::NodeFault,
+            | Self::PinnedMemLimitUnverified
+            | Self::ServerCrashLoop
+            | Self::DaemonLogUnverified
+            | Self::DaemonLogClientPidZero
+            | Self::DaemonLogServerFailedToStart => CodeClass::NodeFault,
         }
     }
 }

@@ -98,11 +98,29 @@ pub enum Code {
     /// The request states a minimum pinned-memory limit, and the daemon's limit for the GPU
     /// could not be read. Unverified: a rejection only with `--require-verified`.
     PinnedMemLimitUnverified,
+    /// The daemon's log shows two or more server crashes since its last ready server: every
+    /// new server dies (a crash loop).
+    ServerCrashLoop,
+    /// The daemon's log shows a server handling a fatal GPU error and no server context
+    /// created since (the `FAULT` a daemon before 550 cannot report).
+    ServerFatalErrorLogged,
+    /// The daemon's log could not be read (its directory unknown, the file absent, rotated
+    /// away, unreadable, a FIFO or a link). Unverified: a rejection only with
+    /// `--require-verified`.
+    DaemonLogUnverified,
+    /// Advisory ([`Code::ADVISORY`]): the log shows a client of another user pending, waiting
+    /// for a server of its own.
+    DaemonLogPendingClient,
+    /// Advisory: the log shows `NEW CLIENT 0`, a client whose PID the daemon cannot see (a
+    /// PID-namespace split).
+    DaemonLogClientPidZero,
+    /// Advisory: the log shows a server that failed to start.
+    DaemonLogServerFailedToStart,
 }
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 44] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -141,11 +159,25 @@ impl Code {
         Self::ActiveThreadPercentageBelowRequirement,
         Self::PinnedMemBelowRequirement,
         Self::PinnedMemLimitUnverified,
+        Self::ServerCrashLoop,
+        Self::ServerFatalErrorLogged,
+        Self::DaemonLogUnverified,
+        Self::DaemonLogPendingClient,
+        Self::DaemonLogClientPidZero,
+        Self::DaemonLogServerFailedToStart,
+    ];
+
+    /// The advisory codes: warnings that explain a later failure, never a rejection (not even
+    /// with `--require-verified`, and never listed in the evidence's `unverified` key).
+    pub const ADVISORY: [Self; 3] = [
+        Self::DaemonLogPendingClient,
+        Self::DaemonLogClientPidZero,
+        Self::DaemonLogServerFailedToStart,
     ];
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 7] = [
+    pub const UNVERIFIABLE: [Self; 8] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
@@ -153,6 +185,7 @@ impl Code {
         Self::ComputeModeUnverified,
         Self::ServerStatusUnverified,
         Self::PinnedMemLimitUnverified,
+        Self::DaemonLogUnverified,
     ];
 
     /// The stable kebab-case name.
@@ -198,6 +231,12 @@ impl Code {
             }
             Self::PinnedMemBelowRequirement => "pinned-mem-below-requirement",
             Self::PinnedMemLimitUnverified => "pinned-mem-limit-unverified",
+            Self::ServerCrashLoop => "server-crash-loop",
+            Self::ServerFatalErrorLogged => "server-fatal-error-logged",
+            Self::DaemonLogUnverified => "daemon-log-unverified",
+            Self::DaemonLogPendingClient => "daemon-log-pending-client",
+            Self::DaemonLogClientPidZero => "daemon-log-client-pid-zero",
+            Self::DaemonLogServerFailedToStart => "daemon-log-server-failed-to-start",
         }
     }
 
@@ -233,6 +272,10 @@ impl Code {
     }
 
     /// [`Code::why`].
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per code, every code named so none is missed"
+    )]
     fn reference_why(self) -> &'static str {
         match self {
             Self::UnsupportedMode => {
@@ -332,6 +375,37 @@ impl Code {
             | Self::ActiveThreadPercentageBelowRequirement
             | Self::PinnedMemBelowRequirement
             | Self::PinnedMemLimitUnverified => self.settings_why(),
+            Self::ServerCrashLoop
+            | Self::ServerFatalErrorLogged
+            | Self::DaemonLogUnverified
+            | Self::DaemonLogPendingClient
+            | Self::DaemonLogClientPidZero
+            | Self::DaemonLogServerFailedToStart => self.log_why(),
+        }
+    }
+
+    /// [`Code::why`] of the codes read from the daemon's log.
+    fn log_why(self) -> &'static str {
+        match self {
+            Self::ServerCrashLoop => {
+                "A daemon whose servers keep crashing answers its queries while no client can be served; each client fails or hangs at CUDA initialisation."
+            }
+            Self::ServerFatalErrorLogged => {
+                "A server handling a fatal GPU error rejects every new client until its clients exit and the daemon creates a new server context; drivers before 550 cannot report that state."
+            }
+            Self::DaemonLogUnverified => {
+                "Only the daemon's log shows servers that crash or fault while the daemon still answers; without it a server that cannot live is not ruled out."
+            }
+            Self::DaemonLogPendingClient => {
+                "A client of another user waits for a server of its own; once this job's server idles, the daemon hands the GPU to that user."
+            }
+            Self::DaemonLogClientPidZero => {
+                "A client whose PID the daemon cannot see (PID 0) runs in another PID namespace; the daemon cannot track it, and client-list checks cannot match it."
+            }
+            Self::DaemonLogServerFailedToStart => {
+                "A server that failed to start leaves its clients without MPS; a later attempt may fail the same way."
+            }
+            _ => "",
         }
     }
 

@@ -92,4 +92,12 @@ pub struct Evidence {
     /// `get_server_status`); null when no server is listed or its state was not read.
     #[serde(default)]
     pub server_status: Option<String>,
+    /// The control daemon's log read (`<log directory>/control.log`, lossy UTF-8); null when
+    /// it was not read.
+    #[serde(default)]
+    pub daemon_log: Option<String>,
+    /// The PID of the last `NEW SERVER <pid>: Ready` line of the daemon's log: the last server
+    /// the daemon saw become ready; null when the log was not read or shows none.
+    #[serde(default)]
+    pub last_server_ready: Option<i64>,
 }

@@ -136,6 +136,10 @@ pub struct HostFacts {
     /// of each GPU ordinal, between liveness lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings_query: Option<QueryRecord>,
+    /// The tail of the control daemon's log (`control.log`, and `server.log` when present),
+    /// read from the proven daemon's log directory; absent in snapshots that did not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_log: Option<crate::DaemonLogFacts>,
 }
 
 impl HostFacts {
@@ -157,6 +161,7 @@ impl HostFacts {
             daemon_process: None,
             host_name: None,
             settings_query: None,
+            daemon_log: None,
         }
     }
 }

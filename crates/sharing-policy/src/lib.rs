@@ -9,6 +9,7 @@ mod commands;
 mod daemon;
 mod daemon_args;
 mod daemon_identity;
+mod daemon_log;
 mod device;
 mod evidence;
 mod facts;
@@ -41,6 +42,10 @@ pub use class::CodeClass;
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
+pub use daemon_log::{
+    DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts,
+    daemon_log_directory,
+};
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
@@ -121,9 +126,11 @@ pub fn validate(request: &Request, facts: &HostFacts) -> Result<Evidence, Reject
 }
 
 /// What could not be verified for a request that [`validate`] accepts, as findings that say
-/// how to verify each (for `doctor`'s warnings). Their codes are the evidence's `unverified`
-/// list, in order. Empty when the request is rejected, when it is null, and under
-/// `require_verified` (where each would have been a rejection).
+/// how to verify each (for `doctor`'s warnings), then the advisory warnings ([`Code::ADVISORY`]:
+/// what the daemon's log shows that may explain a later failure). The unverified ones' codes
+/// are the evidence's `unverified` list, in order. Empty when the request is rejected and when
+/// it is null; under `require_verified` only advisory warnings remain (each unverified one
+/// would have been a rejection).
 pub fn warnings(request: &Request, facts: &HostFacts) -> Vec<Finding> {
     if request.mode.is_none() {
         return Vec::new();

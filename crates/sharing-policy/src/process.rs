@@ -13,12 +13,14 @@ use crate::OsText;
 pub const DAEMON_COMM: &str = "nvidia-cuda-mps";
 
 /// The variables of the daemon's `/proc/<pid>/environ` that are recorded (raw): its GPU scope,
-/// its pipe directory, its protocol, and the order its index mask is read in.
-pub const DAEMON_ENVIRON_VARS: [&str; 4] = [
+/// its pipe directory, its protocol, the order its index mask is read in, and its log
+/// directory.
+pub const DAEMON_ENVIRON_VARS: [&str; 5] = [
     "CUDA_VISIBLE_DEVICES",
     "CUDA_MPS_PIPE_DIRECTORY",
     "CUDA_MPS_PROTOCOL_VERSION",
     "CUDA_DEVICE_ORDER",
+    "CUDA_MPS_LOG_DIRECTORY",
 ];
 
 /// The probing process's user IDs (`getuid`, `geteuid`).

@@ -34,6 +34,8 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        daemon_log: None,
+        last_server_ready: None,
     }
 }
 

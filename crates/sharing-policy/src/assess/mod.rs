@@ -7,13 +7,15 @@
 //! (`liveness`), then what "served" needs: the daemon's identity (`daemon_identity`), its GPU
 //! scope (`scope`), the servers'
 //! owner (`owner`) and the GPU's compute mode (`compute`); last, what the processes will be
-//! served with (`limits`: the server's state, the daemon's defaults against stated minimums).
+//! served with (`limits`: the server's state, the daemon's defaults against stated minimums),
+//! and what the daemon's own log says of its servers (`log`).
 
 mod compute;
 mod daemon_identity;
 mod identity;
 mod limits;
 mod liveness;
+mod log;
 mod owner;
 mod pipe;
 mod request;
@@ -177,6 +179,8 @@ pub(crate) fn explicit(
         ),
         default_pinned_mem_limit: host.limits.pinned_mem_limit,
         server_status: host.limits.server_status,
+        daemon_log: host.log.path,
+        last_server_ready: host.log.last_ready,
     };
     Ok((evidence, served.warnings))
 }
@@ -190,6 +194,7 @@ struct HostChecks {
     daemon_pid: Option<i64>,
     served: Served,
     limits: limits::LimitsEvidence,
+    log: log::LogEvidence,
 }
 
 /// What the "served" families established: the facts, and what could not be verified.
@@ -212,6 +217,12 @@ impl Served {
             self.unverified.push(finding.code);
             self.warnings.push(finding);
         }
+    }
+
+    /// Records an advisory warning ([`Code::ADVISORY`]): what may explain a later failure.
+    /// Never a rejection, not even under `--require-verified`, and not listed as unverified.
+    fn note(&mut self, finding: Finding) {
+        self.warnings.push(finding);
     }
 }
 
@@ -309,6 +320,10 @@ fn check_host(
         return host;
     }
     host.limits = limits::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
+    host.log = log::check(&context, &mut host.served, findings);
     host
 }
 

@@ -207,6 +207,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         daemon_process: None,
         host_name: None,
         settings_query: None,
+        daemon_log: None,
         env,
     }
 }

@@ -15,6 +15,7 @@ mod as_user;
 mod attest;
 mod attest_deployed;
 mod changes;
+mod daemon_log;
 mod details;
 mod fixtures;
 mod forged_identity;

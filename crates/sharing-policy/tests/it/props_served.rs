@@ -12,7 +12,7 @@ use crate::{hosts, locks};
 /// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
 /// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe
 /// directory (unscoped, not multi-user), and the GPU is in `Default` mode.
-fn make_served(f: &mut HostFacts) {
+pub(crate) fn make_served(f: &mut HostFacts) {
     SCHEMA.clone_into(&mut f.schema);
     f.caller = Some(CallerFacts {
         uid: 1000,

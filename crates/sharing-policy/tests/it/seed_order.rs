@@ -51,6 +51,12 @@ fn key_phrase(code: Code) -> &'static str {
         Code::PinnedMemLimitUnverified => {
             "could not verify the daemon's default pinned-memory limit"
         }
+        Code::ServerCrashLoop => "its servers keep crashing",
+        Code::ServerFatalErrorLogged => "handling a fatal GPU error",
+        Code::DaemonLogUnverified => "could not verify the control daemon's log",
+        Code::DaemonLogPendingClient
+        | Code::DaemonLogClientPidZero
+        | Code::DaemonLogServerFailedToStart => "may explain a later failure",
         other => panic!("no key phrase for {other}"),
     }
 }
@@ -127,6 +133,12 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "active-thread-percentage-below-requirement",
         "pinned-mem-below-requirement",
         "pinned-mem-limit-unverified",
+        "server-crash-loop",
+        "server-fatal-error-logged",
+        "daemon-log-unverified",
+        "daemon-log-pending-client",
+        "daemon-log-client-pid-zero",
+        "daemon-log-server-failed-to-start",
     ];
     let got: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(got, expected);

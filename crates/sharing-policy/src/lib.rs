@@ -17,6 +17,7 @@ mod finding;
 mod gpu;
 mod limits;
 mod lock;
+mod log_facts;
 mod namespace;
 mod os_text;
 mod proc_text;
@@ -42,10 +43,7 @@ pub use class::CodeClass;
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
-pub use daemon_log::{
-    DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts,
-    daemon_log_directory,
-};
+pub use daemon_log::daemon_log_directory;
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
@@ -60,6 +58,7 @@ pub use gpu::{
 };
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;
+pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
 pub use os_text::OsText;
 pub use process::{
     CAP_SYS_PTRACE_BIT, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS,

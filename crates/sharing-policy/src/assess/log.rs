@@ -6,8 +6,9 @@
 //! cannot be read is unverified, never a pass.
 
 use super::{Context, Findings, Served};
-use crate::daemon_log::{self, DaemonLogFacts, ENOENT, LogFileFacts, LogReading};
+use crate::daemon_log::{self, ENOENT, LogReading};
 use crate::{Code, Finding};
+use crate::{DaemonLogFacts, LogFileFacts};
 
 /// What the log adds to the evidence.
 #[derive(Debug, Default)]

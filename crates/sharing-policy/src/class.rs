@@ -60,7 +60,9 @@ impl Code {
             | Self::InvalidCudaDevice
             | Self::NonUtf8PipeDirectory
             | Self::ControlPathTooLong => CodeClass::Setting,
-            Self::ServerOfAnotherUser | Self::ServerFault => CodeClass::WorkloadConflict,
+            Self::ServerOfAnotherUser | Self::ServerFault | Self::ServerHasClients => {
+                CodeClass::WorkloadConflict
+            }
             Self::UnsupportedOs
             | Self::CudaUnavailable
             | Self::DeviceOutOfRange
@@ -87,7 +89,10 @@ impl Code {
             | Self::ServerStatusUnverified
             | Self::ActiveThreadPercentageBelowRequirement
             | Self::PinnedMemBelowRequirement
-            | Self::PinnedMemLimitUnverified => CodeClass::NodeFault,
+            | Self::PinnedMemLimitUnverified
+            | Self::StaleServerClient
+            | Self::ServerClientsUnverified
+            | Self::ServerLimitsUnverified => CodeClass::NodeFault,
         }
     }
 }

@@ -189,6 +189,12 @@ pub struct HostFacts {
     /// of each GPU ordinal, between liveness lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings_query: Option<QueryRecord>,
+    /// Each client PID the listed servers' `get_client_list` answers named in the settings
+    /// session ([`crate::listed_client_pids`], bounded), as `/proc` shows it: whether it
+    /// exists, its `State:` and start time. A dead or zombie client left by a killed run
+    /// means its server must be restarted. Absent when no server was listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_clients: Option<Vec<crate::ClientFacts>>,
 }
 
 impl HostFacts {
@@ -210,6 +216,7 @@ impl HostFacts {
             daemon_process: None,
             host_name: None,
             settings_query: None,
+            listed_clients: None,
         }
     }
 }

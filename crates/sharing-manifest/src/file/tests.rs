@@ -38,6 +38,10 @@ fn evidence() -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        server_clients: None,
+        server_client_pids: None,
+        server_active_thread_percentage: None,
+        server_pinned_mem_limit: None,
     }
 }
 

@@ -9,6 +9,8 @@
 //! owner (`owner`) and the GPU's compute mode (`compute`); last, what the processes will be
 //! served with (`limits`: the server's state, the daemon's defaults against stated minimums).
 
+mod answers;
+mod clients;
 mod compute;
 mod daemon_identity;
 mod identity;
@@ -18,6 +20,7 @@ mod owner;
 mod pipe;
 mod request;
 mod scope;
+mod server_limits;
 
 use gpu_uuid::{GpuTableView, GpuUuid};
 
@@ -177,6 +180,10 @@ pub(crate) fn explicit(
         ),
         default_pinned_mem_limit: host.limits.pinned_mem_limit,
         server_status: host.limits.server_status,
+        server_clients: host.limits.client_pids.as_ref().map(Vec::len),
+        server_client_pids: host.limits.client_pids,
+        server_active_thread_percentage: host.limits.server_percentage,
+        server_pinned_mem_limit: host.limits.server_pinned_mem_limit,
     };
     Ok((evidence, served.warnings))
 }

@@ -106,7 +106,14 @@ fn only_the_work_on_the_node_is_a_workload_conflict() {
         .into_iter()
         .filter(|code| code.class() == CodeClass::WorkloadConflict)
         .collect();
-    assert_eq!(workload, [Code::ServerOfAnotherUser, Code::ServerFault]);
+    assert_eq!(
+        workload,
+        [
+            Code::ServerOfAnotherUser,
+            Code::ServerFault,
+            Code::ServerHasClients
+        ]
+    );
     for node in [
         Code::DaemonUnreachable,
         Code::ControlPipeMissing,

@@ -12,7 +12,7 @@ use crate::{hosts, locks};
 /// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
 /// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe
 /// directory (unscoped, not multi-user), and the GPU is in `Default` mode.
-fn make_served(f: &mut HostFacts) {
+pub(crate) fn make_served(f: &mut HostFacts) {
     SCHEMA.clone_into(&mut f.schema);
     f.caller = Some(CallerFacts {
         uid: 1000,
@@ -82,7 +82,7 @@ fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, 
 }
 
 /// Lists one more server (4429) in the daemon's answer, owned by `uid`.
-fn add_server(f: &mut HostFacts, uid: Option<u32>) {
+pub(crate) fn add_server(f: &mut HostFacts, uid: Option<u32>) {
     if let QueryOutcome::Exited { stdout, .. } = &mut f.daemon_query.as_mut().unwrap().outcome {
         stdout.text.push_str("4429\n");
     }
@@ -270,6 +270,12 @@ pub(crate) fn settings_breakers() -> Vec<Breaker> {
                     let rest = stdout.text.split_once('\n').unwrap().1.to_owned();
                     stdout.text = [line, "\n", &rest].concat();
                 }
+                // A listed server applies the same share as the default.
+                f.settings_query = hosts::settings_with(f, |command| match command {
+                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
+                    ReadOnlyCommand::GetActiveThreadPercentage(_) => [line, "\n"].concat(),
+                    _ => String::new(),
+                });
             },
         },
         Breaker {

@@ -51,6 +51,9 @@ fn key_phrase(code: Code) -> &'static str {
         Code::PinnedMemLimitUnverified => {
             "could not verify the daemon's default pinned-memory limit"
         }
+        Code::StaleServerClient => "left in an undefined state",
+        Code::ServerClientsUnverified => "could not verify the clients of MPS server",
+        Code::ServerLimitsUnverified => "the running MPS server applies",
         other => panic!("no key phrase for {other}"),
     }
 }
@@ -124,9 +127,13 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "compute-mode-unverified",
         "server-fault",
         "server-status-unverified",
+        "stale-server-client",
+        "server-clients-unverified",
+        "server-has-clients",
         "active-thread-percentage-below-requirement",
         "pinned-mem-below-requirement",
         "pinned-mem-limit-unverified",
+        "server-limits-unverified",
     ];
     let got: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(got, expected);

@@ -10,6 +10,11 @@
     clippy::indexing_slicing,
     clippy::panic
 )]
+#![allow(
+    clippy::disallowed_methods,
+    clippy::zombie_processes,
+    reason = "test: spawns the live, zombie and dead clients the fake daemon lists"
+)]
 
 mod common;
 

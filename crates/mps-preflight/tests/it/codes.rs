@@ -33,7 +33,10 @@ fn every_code_has_one_class_and_the_classes_partition_them() {
     }
     assert_eq!(listed.len(), rows.len());
     let workload = host.run(&["codes", "--class", "workload-conflict"]);
-    assert_eq!(workload.stdout, "server-of-another-user\nserver-fault\n");
+    assert_eq!(
+        workload.stdout,
+        "server-of-another-user\nserver-fault\nserver-has-clients\n"
+    );
     let bad = host.run(&["codes", "--class", "node"]);
     assert_eq!(bad.code, 2, "{}", bad.render());
 }

@@ -18,7 +18,7 @@ pub(crate) fn client(pid: i64, exists: Option<bool>, state: Option<&str>) -> Cli
 
 /// Server 4429 lists `clients` (`get_client_list`); every server applies `percentage` and
 /// no pinned-memory limit; `/proc` shows `observed`.
-fn served_with_clients(f: &mut HostFacts, clients: &'static str, observed: Vec<ClientFacts>) {
+fn served_with_clients(f: &mut HostFacts, clients: &str, observed: Vec<ClientFacts>) {
     make_served(f);
     add_server(f, Some(1000));
     f.settings_query = hosts::settings_with(f, |command| match command {
@@ -111,5 +111,78 @@ fn hosts_daemon_pci(f: &mut HostFacts) {
         .and_then(|process| process.environ.as_mut());
     if let Some(environ) = daemon {
         environ.insert("CUDA_DEVICE_ORDER".to_owned(), OsText::from("PCI_BUS_ID"));
+    }
+}
+
+/// One listed client's `/proc` facts: `(exists, State:)`.
+fn any_client() -> impl proptest::strategy::Strategy<Value = (Option<bool>, Option<&'static str>)> {
+    (
+        proptest::sample::select(vec![Some(true), Some(false), None]),
+        proptest::sample::select(vec![
+            Some("S (sleeping)"),
+            Some("R (running)"),
+            Some("D (disk sleep)"),
+            Some("Z (zombie)"),
+            Some("X (dead)"),
+            None,
+        ]),
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever the listed clients' `/proc` facts, a dead or zombie client is never a pass, an
+    /// unread one is never a pass under `--require-verified`, and only live clients validate,
+    /// as evidence.
+    #[test]
+    fn listed_clients_never_turn_a_stale_server_into_a_pass(
+        clients in proptest::collection::vec(any_client(), 1..5),
+        strict in proptest::bool::ANY,
+    ) {
+        let base = hosts::all()
+            .into_iter()
+            .find(|(n, _)| *n == "healthy-socket-with-server")
+            .unwrap()
+            .1;
+        let mut facts = base;
+        let observed: Vec<ClientFacts> = clients
+            .iter()
+            .enumerate()
+            .map(|(i, (exists, state))| client(9000 + i as i64, *exists, *state))
+            .collect();
+        let list: String = (0..clients.len()).map(|i| format!("{}\n", 9000 + i)).collect();
+        served_with_clients(&mut facts, &list, observed);
+        let mut request = crate::support::mps("cuda:0", Some("cuda:0"));
+        request.require_verified = strict;
+        let stale = clients.iter().any(|(exists, state)| {
+            *exists == Some(false) || state.is_some_and(|s| s.starts_with(['Z', 'X']))
+        });
+        // Not stale, and not both present and with a state: unread.
+        let unread = clients
+            .iter()
+            .any(|(exists, state)| !(*exists == Some(true) && state.is_some()));
+        let verdict = sharing_policy::validate(&request, &facts);
+        if stale {
+            let code = verdict.as_ref().err().map(sharing_policy::Rejection::code);
+            proptest::prop_assert!(
+                code == Some(Code::StaleServerClient)
+                    || (strict && code == Some(Code::ServerClientsUnverified)),
+                "{verdict:?}"
+            );
+        } else if unread && strict {
+            proptest::prop_assert_eq!(
+                verdict.err().map(|r| r.code()),
+                Some(Code::ServerClientsUnverified)
+            );
+        } else if !unread {
+            let evidence = verdict.unwrap();
+            proptest::prop_assert_eq!(evidence.server_clients, Some(clients.len()));
+            proptest::prop_assert!(!evidence.unverified.contains(&Code::ServerHasClients));
+        } else {
+            let evidence = verdict.unwrap();
+            proptest::prop_assert!(evidence.unverified.contains(&Code::ServerClientsUnverified));
+            proptest::prop_assert_eq!(evidence.server_clients, None);
+        }
     }
 }

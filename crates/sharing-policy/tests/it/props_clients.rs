@@ -148,10 +148,12 @@ proptest::proptest! {
         let mut facts = base;
         let observed: Vec<ClientFacts> = clients
             .iter()
-            .enumerate()
-            .map(|(i, (exists, state))| client(9000 + i as i64, *exists, *state))
+            .zip(9000_i64..)
+            .map(|((exists, state), pid)| client(pid, *exists, *state))
             .collect();
-        let list: String = (0..clients.len()).map(|i| format!("{}\n", 9000 + i)).collect();
+        let list: String = (9000..9000 + clients.len())
+            .map(|pid| pid.to_string() + "\n")
+            .collect();
         served_with_clients(&mut facts, &list, observed);
         let mut request = crate::support::mps("cuda:0", Some("cuda:0"));
         request.require_verified = strict;

@@ -15,7 +15,7 @@ use sharing_policy::{
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
 use crate::lock::observe_daemon_lock;
-use crate::procfs::{SERVER_CAP, find_daemon, observe_caller, observe_process};
+use crate::procfs::{SERVER_CAP, find_daemon, observe_caller, observe_client, observe_process};
 use crate::retried::run_retried;
 use crate::runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
 
@@ -166,6 +166,19 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         facts.daemon_log = Some(crate::log::observe_daemon_log(&facts, &directory));
     }
     facts.settings_query = settings_query(&facts, runner, deadline);
+    // The clients the listed servers named (a client of a killed run that is dead or a zombie
+    // leaves its server in an undefined state): /proc reads only, bounded by the policy's
+    // cap; nothing when no server is listed.
+    let clients = sharing_policy::listed_client_pids(&facts);
+    if !clients.is_empty() {
+        facts.listed_clients = Some(
+            clients
+                .into_iter()
+                .take(sharing_policy::MAX_LISTED_CLIENTS)
+                .map(|pid| observe_client(root, pid))
+                .collect(),
+        );
+    }
     facts
 }
 

@@ -262,7 +262,9 @@ fn served_capture_in_state(
              get_default_active_thread_percentage) echo 100.0;; \
              get_server_list) echo 4428;; \
              get_server_status) echo {state};; \
-             get_default_device_pinned_mem_limit) echo 10G;; \
+             get_client_list) ;; \
+             get_active_thread_percentage) echo 100.0;; \
+             get_default_device_pinned_mem_limit|get_device_pinned_mem_limit) echo 10G;; \
              *) echo \"Unknown command \\\"$cmd\\\"\";; esac; done"
         ),
     );

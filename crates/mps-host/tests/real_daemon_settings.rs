@@ -37,6 +37,7 @@ fn asked() -> Vec<ReadOnlyCommand> {
     let server = Pid::new(NO_SERVER).unwrap();
     vec![
         ReadOnlyCommand::GetServerStatus(server),
+        ReadOnlyCommand::GetClientList(server),
         ReadOnlyCommand::GetActiveThreadPercentage(server),
         ReadOnlyCommand::GetDefaultDevicePinnedMemLimit(0),
         ReadOnlyCommand::GetDevicePinnedMemLimit(server, 0),
@@ -119,6 +120,7 @@ fn the_real_daemons_answer_the_settings_session_as_recorded() {
             [
                 vec![status],
                 vec![not_found.clone()],
+                vec![not_found.clone()],
                 vec![],
                 vec![not_found]
             ],
@@ -148,7 +150,7 @@ fn the_real_daemons_answer_the_settings_session_as_recorded() {
             Some("quit"),
             "{version}: control.log:\n{log}"
         );
-        assert_eq!(commands.len(), 9, "{version}: control.log:\n{log}");
+        assert_eq!(commands.len(), 11, "{version}: control.log:\n{log}");
         for command in commands {
             let name = command.split(' ').next().unwrap_or_default();
             assert!(

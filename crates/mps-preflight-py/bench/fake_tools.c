@@ -5,8 +5,9 @@
  *                            (the reference module's query);
  *   nvidia-cuda-mps-control  reads its commands to end of file, then answers each as an idle
  *                            550 daemon serving server 4428 does: `100.0` for the thread
- *                            percentage, `4428` for the server list, `ACTIVE` for its status,
- *                            and nothing for a pinned-memory limit that is not set.
+ *                            percentages, `4428` for the server list, `ACTIVE` for its status,
+ *                            and nothing for its clients (none) or a pinned-memory limit that
+ *                            is not set.
  * Built with -DFAKE_IDLE, the daemon serves no server (its server list is empty). */
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +22,12 @@ static void answer(const char *command) {
 #endif
     } else if (strncmp(command, "get_server_status ", 18) == 0) {
         puts("ACTIVE");
-    } else if (strncmp(command, "get_default_device_pinned_mem_limit ", 36) == 0) {
+    } else if (strncmp(command, "get_client_list ", 16) == 0) {
+        /* a server without clients: the daemon prints nothing */
+    } else if (strncmp(command, "get_active_thread_percentage ", 29) == 0) {
+        puts("100.0");
+    } else if (strncmp(command, "get_default_device_pinned_mem_limit ", 36) == 0
+               || strncmp(command, "get_device_pinned_mem_limit ", 28) == 0) {
         /* no limit: the real 550 daemon prints nothing */
     } else {
         printf("Unknown command \"%s\"\n", command);

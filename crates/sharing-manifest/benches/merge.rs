@@ -70,6 +70,10 @@ fn evidence(rank: i64, ranks_per_host: i64) -> Evidence {
         server_status: None,
         daemon_log: None,
         last_server_ready: None,
+        server_clients: None,
+        server_client_pids: None,
+        server_active_thread_percentage: None,
+        server_pinned_mem_limit: None,
     }
 }
 

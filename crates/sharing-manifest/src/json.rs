@@ -29,7 +29,7 @@ pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERS
 /// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`, then
 /// what the processes will be served with (issue 20: the daemon's default active-thread
 /// percentage and pinned-memory limit, the server's state).
-pub const EVIDENCE_KEYS: [&str; 30] = [
+pub const EVIDENCE_KEYS: [&str; 34] = [
     "configured",
     "effective",
     "validated",
@@ -60,9 +60,13 @@ pub const EVIDENCE_KEYS: [&str; 30] = [
     "server_status",
     "daemon_log",
     "last_server_ready",
+    "server_clients",
+    "server_client_pids",
+    "server_active_thread_percentage",
+    "server_pinned_mem_limit",
 ];
 
-/// The evidence as a JSON object: the 30 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 34 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -78,6 +82,8 @@ pub const EVIDENCE_KEYS: [&str; 30] = [
 ///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![], host_name: None,
 ///     default_active_thread_percentage: None, default_pinned_mem_limit: None, server_status: None,
 ///     daemon_log: None, last_server_ready: None,
+///     server_clients: None, server_client_pids: None, server_active_thread_percentage: None,
+///     server_pinned_mem_limit: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -118,6 +124,10 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         server_status,
         daemon_log,
         last_server_ready,
+        server_clients,
+        server_client_pids,
+        server_active_thread_percentage,
+        server_pinned_mem_limit,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -153,6 +163,12 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         text(server_status.as_deref()),
         text(daemon_log.as_deref()),
         number(*last_server_ready),
+        server_clients.map_or(Value::Null, Value::from),
+        server_client_pids.as_ref().map_or(Value::Null, |pids| {
+            pids.iter().copied().map(Value::from).collect()
+        }),
+        server_active_thread_percentage.map_or(Value::Null, |p| Value::from(p.as_f64())),
+        text(server_pinned_mem_limit.as_deref()),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -263,6 +279,10 @@ mod tests {
             server_status: None,
             daemon_log: Some("/var/log/nvidia-mps/control.log".to_owned()),
             last_server_ready: Some(11803),
+            server_clients: Some(1),
+            server_client_pids: Some(vec![9000]),
+            server_active_thread_percentage: sharing_policy::Percentage::from_tenths(250),
+            server_pinned_mem_limit: Some("8G".to_owned()),
         }
     }
 
@@ -329,6 +349,10 @@ mod tests {
             server_status: None,
             daemon_log: None,
             last_server_ready: None,
+            server_clients: None,
+            server_client_pids: None,
+            server_active_thread_percentage: None,
+            server_pinned_mem_limit: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

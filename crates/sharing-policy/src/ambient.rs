@@ -56,6 +56,10 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         server_status: None,
         daemon_log: None,
         last_server_ready: None,
+        server_clients: None,
+        server_client_pids: None,
+        server_active_thread_percentage: None,
+        server_pinned_mem_limit: None,
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

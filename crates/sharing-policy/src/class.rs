@@ -63,7 +63,8 @@ impl Code {
             Self::ServerOfAnotherUser
             | Self::ServerFault
             | Self::ServerFatalErrorLogged
-            | Self::DaemonLogPendingClient => CodeClass::WorkloadConflict,
+            | Self::DaemonLogPendingClient
+            | Self::ServerHasClients => CodeClass::WorkloadConflict,
             Self::UnsupportedOs
             | Self::CudaUnavailable
             | Self::DeviceOutOfRange
@@ -94,7 +95,10 @@ impl Code {
             | Self::ServerCrashLoop
             | Self::DaemonLogUnverified
             | Self::DaemonLogClientPidZero
-            | Self::DaemonLogServerFailedToStart => CodeClass::NodeFault,
+            | Self::DaemonLogServerFailedToStart
+            | Self::StaleServerClient
+            | Self::ServerClientsUnverified
+            | Self::ServerLimitsUnverified => CodeClass::NodeFault,
         }
     }
 }

@@ -91,6 +91,17 @@ pub enum Code {
     /// A listed server's state could not be read (`get_server_status` is 550+). Unverified: a
     /// rejection only with `--require-verified`.
     ServerStatusUnverified,
+    /// A client the server the job would join lists is dead or a zombie: a client killed
+    /// without synchronising leaves its server in an undefined state, which NVIDIA says must
+    /// be restarted with all its clients.
+    StaleServerClient,
+    /// The clients of a listed server, or their `/proc` state, could not be read. Unverified:
+    /// a rejection only with `--require-verified`.
+    ServerClientsUnverified,
+    /// The server the job would join already has live clients (another job may share it on
+    /// purpose). Advisory ([`Code::ADVISORY`]): a warning only, never a rejection, even with
+    /// `--require-verified`.
+    ServerHasClients,
     /// The daemon's default active-thread percentage is below the request's minimum.
     ActiveThreadPercentageBelowRequirement,
     /// The daemon's default pinned-memory limit for the GPU is below the request's minimum.
@@ -98,6 +109,10 @@ pub enum Code {
     /// The request states a minimum pinned-memory limit, and the daemon's limit for the GPU
     /// could not be read. Unverified: a rejection only with `--require-verified`.
     PinnedMemLimitUnverified,
+    /// The request states a minimum, and the running server's own active-thread percentage
+    /// or pinned-memory limit (which it applies instead of the daemon's defaults) could not
+    /// be read. Unverified: a rejection only with `--require-verified`.
+    ServerLimitsUnverified,
     /// The daemon's log shows two or more server crashes since its last ready server: every
     /// new server dies (a crash loop).
     ServerCrashLoop,
@@ -120,7 +135,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 44] = [
+    pub const ALL: [Self; 48] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -156,9 +171,13 @@ impl Code {
         Self::ComputeModeUnverified,
         Self::ServerFault,
         Self::ServerStatusUnverified,
+        Self::StaleServerClient,
+        Self::ServerClientsUnverified,
+        Self::ServerHasClients,
         Self::ActiveThreadPercentageBelowRequirement,
         Self::PinnedMemBelowRequirement,
         Self::PinnedMemLimitUnverified,
+        Self::ServerLimitsUnverified,
         Self::ServerCrashLoop,
         Self::ServerFatalErrorLogged,
         Self::DaemonLogUnverified,
@@ -167,9 +186,12 @@ impl Code {
         Self::DaemonLogServerFailedToStart,
     ];
 
-    /// The advisory codes: warnings that explain a later failure, never a rejection (not even
-    /// with `--require-verified`, and never listed in the evidence's `unverified` key).
-    pub const ADVISORY: [Self; 3] = [
+    /// The advisory codes: warnings (`doctor`, the verdict's warnings) that report a fact the
+    /// job may want to know (another job shares the server) or that explains a later failure,
+    /// never a rejection (not even with `--require-verified`, and never listed in the
+    /// evidence's `unverified` key).
+    pub const ADVISORY: [Self; 4] = [
+        Self::ServerHasClients,
         Self::DaemonLogPendingClient,
         Self::DaemonLogClientPidZero,
         Self::DaemonLogServerFailedToStart,
@@ -177,14 +199,16 @@ impl Code {
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 8] = [
+    pub const UNVERIFIABLE: [Self; 10] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
         Self::ServerOwnerUnverified,
         Self::ComputeModeUnverified,
         Self::ServerStatusUnverified,
+        Self::ServerClientsUnverified,
         Self::PinnedMemLimitUnverified,
+        Self::ServerLimitsUnverified,
         Self::DaemonLogUnverified,
     ];
 
@@ -231,6 +255,10 @@ impl Code {
             }
             Self::PinnedMemBelowRequirement => "pinned-mem-below-requirement",
             Self::PinnedMemLimitUnverified => "pinned-mem-limit-unverified",
+            Self::StaleServerClient => "stale-server-client",
+            Self::ServerClientsUnverified => "server-clients-unverified",
+            Self::ServerHasClients => "server-has-clients",
+            Self::ServerLimitsUnverified => "server-limits-unverified",
             Self::ServerCrashLoop => "server-crash-loop",
             Self::ServerFatalErrorLogged => "server-fatal-error-logged",
             Self::DaemonLogUnverified => "daemon-log-unverified",
@@ -370,17 +398,14 @@ impl Code {
             Self::ComputeModeUnverified => {
                 "A GPU in Prohibited or Exclusive_Thread mode cannot be shared through MPS; without the recorded compute mode that is not ruled out."
             }
-            Self::ServerFault
-            | Self::ServerStatusUnverified
-            | Self::ActiveThreadPercentageBelowRequirement
-            | Self::PinnedMemBelowRequirement
-            | Self::PinnedMemLimitUnverified => self.settings_why(),
             Self::ServerCrashLoop
             | Self::ServerFatalErrorLogged
             | Self::DaemonLogUnverified
             | Self::DaemonLogPendingClient
             | Self::DaemonLogClientPidZero
             | Self::DaemonLogServerFailedToStart => self.log_why(),
+            // The codes of what the processes will be served with.
+            _ => self.settings_why(),
         }
     }
 
@@ -435,6 +460,18 @@ impl Code {
             }
             Self::PinnedMemLimitUnverified => {
                 "The daemon's default pinned-memory limit caps each client's device memory; without it the stated minimum is not proven."
+            }
+            Self::StaleServerClient => {
+                "A client killed without synchronising its GPU work (Ctrl-C, an OOM kill, a job timeout) leaves its MPS server in an undefined state; NVIDIA says the server and all its clients must be restarted, and a new client of it hangs at CUDA init."
+            }
+            Self::ServerClientsUnverified => {
+                "Only the server's client list and each client's /proc state show that no client of a killed run is left; without them a server in an undefined state is not ruled out."
+            }
+            Self::ServerHasClients => {
+                "The server already serves live clients: another job shares the GPU with this one, on purpose or not."
+            }
+            Self::ServerLimitsUnverified => {
+                "A running server applies the active-thread percentage and pinned-memory limit it started with, not the daemon's defaults; without its own values the stated minimum is not proven."
             }
             // Only the codes above are routed here (`reference_why`); every code's `why` is
             // checked to be non-empty by the tests.

@@ -5,9 +5,9 @@
 //! `Other`, `Legacy Server`), so a line is read by the text after its first `] `
 //! (docs/mps-daemon.md, "The daemon's log").
 
+use crate::OsText;
 use crate::log_facts::DEFAULT_LOG_DIRECTORY;
 use crate::served::{self, DaemonProcess};
-use crate::OsText;
 
 /// `ENOENT`: the file does not exist.
 pub(crate) const ENOENT: i32 = 2;

@@ -100,4 +100,24 @@ pub struct Evidence {
     /// the daemon saw become ready; null when the log was not read or shows none.
     #[serde(default)]
     pub last_server_ready: Option<i64>,
+    /// How many live clients the listed MPS servers already serve (`get_client_list`, each
+    /// client's `/proc` state); null when no server is listed or a client list or client was
+    /// not read. A dead or zombie client is a rejection (`stale-server-client`), not counted.
+    #[serde(default)]
+    pub server_clients: Option<usize>,
+    /// The PIDs of those live clients, as the daemon printed them; null as for
+    /// `server_clients`.
+    #[serde(default)]
+    pub server_client_pids: Option<Vec<i64>>,
+    /// The lowest active-thread percentage a listed server applies
+    /// (`get_active_thread_percentage <s>`, `%.1f`): what a new client gets while that server
+    /// runs, instead of `default_active_thread_percentage`; null when no server is listed or
+    /// it was not read.
+    #[serde(default)]
+    pub server_active_thread_percentage: Option<crate::Percentage>,
+    /// The lowest pinned-memory limit for the validated GPU a listed server applies
+    /// (`get_device_pinned_mem_limit <s> <dev>`), as printed; null when no server is listed,
+    /// none is set, or it was not read.
+    #[serde(default)]
+    pub server_pinned_mem_limit: Option<String>,
 }

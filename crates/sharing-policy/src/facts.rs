@@ -140,6 +140,12 @@ pub struct HostFacts {
     /// read from the proven daemon's log directory; absent in snapshots that did not read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daemon_log: Option<crate::DaemonLogFacts>,
+    /// Each client PID the listed servers' `get_client_list` answers named in the settings
+    /// session ([`crate::listed_client_pids`], bounded), as `/proc` shows it: whether it
+    /// exists, its `State:` and start time. A dead or zombie client left by a killed run
+    /// means its server must be restarted. Absent when no server was listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_clients: Option<Vec<crate::ClientFacts>>,
 }
 
 impl HostFacts {
@@ -162,6 +168,7 @@ impl HostFacts {
             host_name: None,
             settings_query: None,
             daemon_log: None,
+            listed_clients: None,
         }
     }
 }

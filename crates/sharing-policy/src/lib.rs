@@ -66,7 +66,7 @@ pub use process::{
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid};
-pub use session::{settings_answers, settings_commands};
+pub use session::{MAX_LISTED_CLIENTS, listed_client_pids, settings_answers, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
 pub use unobserved::{ToolNotStarted, nothing_observed, tools_not_started};

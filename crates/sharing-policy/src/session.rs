@@ -13,6 +13,14 @@ const MAX_ORDINALS: usize = 64;
 /// The most servers a settings session asks about (a daemon runs one at a time).
 const MAX_SERVERS: usize = 16;
 
+/// The most servers whose per-device pinned-memory limits a settings session asks (one per
+/// GPU ordinal each).
+const MAX_LIMIT_SERVERS: usize = 4;
+
+/// The most client PIDs read from one `get_client_list` answer (the per-device client limit is
+/// 48 on Volta and newer; more lines are not a known daemon's answer).
+pub const MAX_LISTED_CLIENTS: usize = 64;
+
 /// What the probe asks once a live daemon answered (issue 20), or `None` when there is nothing
 /// to ask: the state of each server the daemon listed, then the default pinned-memory limit of
 /// each GPU ordinal of the host table (the daemon numbers devices in its own CUDA view, which
@@ -28,23 +36,43 @@ pub fn settings_commands(facts: &HostFacts) -> Option<Vec<ReadOnlyCommand>> {
     ) {
         return None;
     }
-    let mut asked: Vec<ReadOnlyCommand> = servers
+    let servers: Vec<Pid> = servers
         .into_iter()
         .filter_map(Pid::new)
         .take(MAX_SERVERS)
-        .map(ReadOnlyCommand::GetServerStatus)
+        .collect();
+    // Each server's state, its clients (a client left by a killed run leaves the server in an
+    // undefined state) and the share it applies (the defaults apply only to the next server).
+    let mut asked: Vec<ReadOnlyCommand> = servers
+        .iter()
+        .flat_map(|&pid| {
+            [
+                ReadOnlyCommand::GetServerStatus(pid),
+                ReadOnlyCommand::GetClientList(pid),
+                ReadOnlyCommand::GetActiveThreadPercentage(pid),
+            ]
+        })
         .collect();
     let text = gpu::host_text(facts);
     if let Ok(table) = gpu::parse_table(&text) {
         let mut ordinals: Vec<u32> = table.rows().iter().map(|row| row.index).collect();
         ordinals.sort_unstable();
         ordinals.dedup();
+        ordinals.truncate(MAX_ORDINALS);
         asked.extend(
             ordinals
-                .into_iter()
-                .take(MAX_ORDINALS)
+                .iter()
+                .copied()
                 .map(ReadOnlyCommand::GetDefaultDevicePinnedMemLimit),
         );
+        // The pinned-memory limit each running server applies, per ordinal.
+        for &pid in servers.iter().take(MAX_LIMIT_SERVERS) {
+            asked.extend(
+                ordinals
+                    .iter()
+                    .map(|&ordinal| ReadOnlyCommand::GetDevicePinnedMemLimit(pid, ordinal)),
+            );
+        }
     }
     (!asked.is_empty()).then(|| crate::separated(&asked))
 }
@@ -209,6 +237,111 @@ pub(crate) fn server_state(pid: Pid, lines: &[&str]) -> Read<ServerState> {
             crate::text::repr(&other.join("\n"))
         )),
     }
+}
+
+/// The client PIDs `lines` (one answer of `get_client_list <pid>`) give: PIDs separated by
+/// whitespace or newlines (docs/mps-daemon.md §5b), nothing when the server has no client.
+/// `Server <pid> not found` (the server exited between the list and the session), more than
+/// [`MAX_LISTED_CLIENTS`] PIDs, or any other word is not a list.
+pub(crate) fn client_pids(pid: Pid, lines: &[&str]) -> Read<Vec<Pid>> {
+    if let [line] = lines {
+        if *line == format!("Server {pid} not found") {
+            return Err(format!("server {pid} was gone when its clients were asked"));
+        }
+        if line.starts_with("Unknown command") {
+            return Err("the daemon has no get_client_list".to_owned());
+        }
+    }
+    let mut pids = Vec::new();
+    for word in lines.iter().flat_map(|line| line.split_ascii_whitespace()) {
+        let client = Pid::parse(word).ok_or_else(|| {
+            format!(
+                "get_client_list {pid} answered {}",
+                crate::text::repr(&lines.join("\n"))
+            )
+        })?;
+        if pids.len() == MAX_LISTED_CLIENTS {
+            return Err(format!(
+                "get_client_list {pid} listed more than {MAX_LISTED_CLIENTS} clients"
+            ));
+        }
+        pids.push(client);
+    }
+    Ok(pids)
+}
+
+/// A server's active-thread percentage, from `lines` (one answer of
+/// `get_active_thread_percentage <pid>`: `%.1f`).
+pub(crate) fn server_percentage(pid: Pid, lines: &[&str]) -> Read<Percentage> {
+    match lines {
+        [line] if *line == format!("Server {pid} not found") => Err(format!(
+            "server {pid} was gone when its active-thread percentage was asked"
+        )),
+        [line] => Percentage::parse_daemon(line).ok_or_else(|| {
+            format!(
+                "get_active_thread_percentage {pid} answered {}",
+                crate::text::repr(line)
+            )
+        }),
+        other => Err(format!(
+            "get_active_thread_percentage {pid} answered {}",
+            crate::text::repr(&other.join("\n"))
+        )),
+    }
+}
+
+/// A server's pinned-memory limit for a device, from `lines` (one answer of
+/// `get_device_pinned_mem_limit <pid> <device>`): `None` when none is set.
+pub(crate) fn server_pinned_limit(
+    pid: Pid,
+    device: u32,
+    lines: &[&str],
+) -> Read<Option<(MemSize, String)>> {
+    match lines {
+        [line] if *line == format!("Server {pid} not found") => Err(format!(
+            "server {pid} was gone when its pinned-memory limit was asked"
+        )),
+        [] => Ok(None),
+        [line] => MemSize::parse_daemon(line)
+            .map(|size| Some((size, (*line).to_owned())))
+            .ok_or_else(|| {
+                format!(
+                    "get_device_pinned_mem_limit {pid} {device} answered {}",
+                    crate::text::repr(line)
+                )
+            }),
+        other => Err(format!(
+            "get_device_pinned_mem_limit {pid} {device} answered {}",
+            crate::text::repr(&other.join("\n"))
+        )),
+    }
+}
+
+/// The client PIDs every listed server's `get_client_list` answer in the recorded settings
+/// session names, at most [`MAX_LISTED_CLIENTS`] in all, in order and without repeats:
+/// what `mps-host` observes in `/proc` ([`HostFacts::listed_clients`]). Empty when nothing
+/// was asked or answered.
+pub fn listed_client_pids(facts: &HostFacts) -> Vec<i64> {
+    let Some(record) = facts.settings_query.as_ref() else {
+        return Vec::new();
+    };
+    let directory = facts.env.pipe_directory();
+    let Ok(answers) = session_answers(record, directory.as_bytes()) else {
+        return Vec::new();
+    };
+    let mut pids: Vec<i64> = Vec::new();
+    for (command, lines) in &answers {
+        if let ReadOnlyCommand::GetClientList(server) = command
+            && let Ok(clients) = client_pids(*server, lines)
+        {
+            for client in clients {
+                if pids.len() < MAX_LISTED_CLIENTS && !pids.contains(&client.get()) {
+                    pids.push(client.get());
+                }
+            }
+        }
+    }
+    pids
 }
 
 /// The limit `lines` (one answer of `get_default_device_pinned_mem_limit`) give: `None` when

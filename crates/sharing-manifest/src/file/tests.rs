@@ -40,6 +40,10 @@ fn evidence() -> Evidence {
         server_status: None,
         daemon_log: None,
         last_server_ready: None,
+        server_clients: None,
+        server_client_pids: None,
+        server_active_thread_percentage: None,
+        server_pinned_mem_limit: None,
     }
 }
 

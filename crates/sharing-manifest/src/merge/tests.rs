@@ -36,6 +36,10 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         server_status: None,
         daemon_log: None,
         last_server_ready: None,
+        server_clients: None,
+        server_client_pids: None,
+        server_active_thread_percentage: None,
+        server_pinned_mem_limit: None,
     }
 }
 

@@ -2,9 +2,9 @@
 //! state of the server they would join (`FAULT` rejects every new client), and the daemon's
 //! defaults against the request's stated minimums (active-thread percentage, pinned memory).
 
-use super::{Context, Findings, Served};
+use super::answers::{Answers, CAPTURE_AGAIN, answer, daemon_ordinal, settings};
+use super::{Context, Findings, Served, server_limits};
 use crate::limits::{MemSize, Percentage};
-use crate::served::DaemonProcess;
 use crate::session::{self, ServerState};
 use crate::{Code, Finding, Pid, ReadOnlyCommand, served};
 
@@ -16,10 +16,13 @@ pub(super) struct LimitsEvidence {
     pub(super) pinned_mem_limit: Option<String>,
     /// The first listed server's state, when read.
     pub(super) server_status: Option<String>,
+    /// The live clients of the listed servers (`None`: no server, or not all read).
+    pub(super) client_pids: Option<Vec<i64>>,
+    /// The lowest active-thread percentage a listed server applies, when every one was read.
+    pub(super) server_percentage: Option<Percentage>,
+    /// The lowest pinned-memory limit for the GPU a listed server applies, as printed.
+    pub(super) server_pinned_mem_limit: Option<String>,
 }
-
-/// How to record what a v1/v2 snapshot never asked.
-const CAPTURE_AGAIN: &str = "capture the host again with this mps-preflight, which asks the daemon (with --require-verified this is a rejection)";
 
 /// What `session::server_state` says of a daemon without `get_server_status`.
 const BEFORE_550: &str = "drivers before 550";
@@ -36,37 +39,40 @@ pub(super) fn check(
     let answers = settings(context);
     let mut evidence = LimitsEvidence {
         server_status: servers(context, &answers, served, findings),
-        pinned_mem_limit: None,
+        ..LimitsEvidence::default()
     };
     if findings.settled() {
         return evidence;
     }
+    evidence.client_pids = super::clients::check(context, &answers, served, findings);
+    if findings.settled() {
+        return evidence;
+    }
+    let running = server_limits::running(context, &answers);
+    evidence.server_percentage = running
+        .percentage
+        .as_ref()
+        .ok()
+        .copied()
+        .flatten()
+        .map(|(_, p)| p);
+    // The daemon's defaults (what a server started for this job gets), then what a running
+    // server applies (what this job gets while it runs): the minimum must hold for both.
     percentage(context, findings);
     if findings.settled() {
         return evidence;
     }
+    server_limits::check_percentage(context, &running, served, findings);
+    if findings.settled() {
+        return evidence;
+    }
     evidence.pinned_mem_limit = pinned(context, &answers, served, findings);
+    if findings.settled() {
+        return evidence;
+    }
+    evidence.server_pinned_mem_limit =
+        server_limits::check_pinned(context, &answers, &running, served, findings);
     evidence
-}
-
-/// The recorded settings session's answers, or why there are none.
-type Answers<'a> = Result<Vec<(ReadOnlyCommand, Vec<&'a str>)>, String>;
-
-fn settings<'a>(context: &Context<'a>) -> Answers<'a> {
-    let record = context.facts.settings_query.as_ref().ok_or_else(|| {
-        "the snapshot holds no settings query (captured before schema v3)".to_owned()
-    })?;
-    session::session_answers(record, context.directory.as_bytes())
-}
-
-/// The answer to `command`, or why there is none.
-fn answer<'a>(answers: &'a Answers<'_>, command: ReadOnlyCommand) -> Result<&'a [&'a str], String> {
-    let answers = answers.as_ref().map_err(Clone::clone)?;
-    answers
-        .iter()
-        .find(|(asked, _)| *asked == command)
-        .map(|(_, lines)| lines.as_slice())
-        .ok_or_else(|| format!("the settings query did not ask `{}`", command.line()))
 }
 
 /// Every listed server's state: `FAULT` is a rejection, an unread state unverified. Returns
@@ -195,7 +201,8 @@ fn below_percentage(context: &Context<'_>, found: Percentage, wanted: Percentage
 }
 
 /// The daemon's default pinned-memory limit for the GPU, as printed, and whether it meets the
-/// stated minimum (no limit meets any).
+/// stated minimum (no limit meets any). While a server is listed, the minimum is judged
+/// against that server's own limit too ([`server_limits::check_pinned`]).
 fn pinned(
     context: &Context<'_>,
     answers: &Answers<'_>,
@@ -255,50 +262,4 @@ fn below_pinned(context: &Context<'_>, raw: &str, wanted: MemSize) -> Finding {
         what,
         fix,
     )
-}
-
-/// The GPU's ordinal as the daemon numbers its devices: its position in the daemon's
-/// `CUDA_VISIBLE_DEVICES` (every GPU when unset), mapped through the host table only when the
-/// daemon's order is known to match it (the rule of the scope check).
-fn daemon_ordinal(context: &Context<'_>) -> Result<u32, String> {
-    let daemon = match &context.daemon {
-        DaemonProcess::Found(daemon) => daemon,
-        DaemonProcess::Unknown(why) => {
-            return Err(format!(
-                "which device number the daemon gives this GPU is unknown: {why}"
-            ));
-        }
-    };
-    let environ = daemon.environ.as_ref().ok_or_else(|| {
-        format!(
-            "which device number the daemon gives this GPU is unknown: /proc/{}/environ was not read",
-            daemon.pid
-        )
-    })?;
-    let mask = environ
-        .get("CUDA_VISIBLE_DEVICES")
-        .map(crate::OsText::as_bytes);
-    let placement = gpu_uuid::place(mask, context.table)
-        .map_err(|err| format!("the daemon's CUDA_VISIBLE_DEVICES: {err}"))?;
-    let pci = environ
-        .get("CUDA_DEVICE_ORDER")
-        .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
-    if placement.relies_on_index_order() && !pci && !context.table.is_homogeneous() {
-        return Err(
-            "on this mixed-model host the daemon's CUDA device order may differ from nvidia-smi's"
-                .to_owned(),
-        );
-    }
-    let rows = context.table.rows();
-    placement
-        .host_indices()
-        .iter()
-        .position(|&index| {
-            usize::try_from(index)
-                .ok()
-                .and_then(|i| rows.get(i))
-                .is_some_and(|row| row.uuid == context.gpu)
-        })
-        .and_then(|position| u32::try_from(position).ok())
-        .ok_or_else(|| "the daemon does not serve this GPU".to_owned())
 }

@@ -10,6 +10,8 @@
 //! served with (`limits`: the server's state, the daemon's defaults against stated minimums),
 //! and what the daemon's own log says of its servers (`log`).
 
+mod answers;
+mod clients;
 mod compute;
 mod daemon_identity;
 mod identity;
@@ -20,6 +22,7 @@ mod owner;
 mod pipe;
 mod request;
 mod scope;
+mod server_limits;
 
 use gpu_uuid::{GpuTableView, GpuUuid};
 
@@ -181,6 +184,10 @@ pub(crate) fn explicit(
         server_status: host.limits.server_status,
         daemon_log: host.log.path,
         last_server_ready: host.log.last_ready,
+        server_clients: host.limits.client_pids.as_ref().map(Vec::len),
+        server_client_pids: host.limits.client_pids,
+        server_active_thread_percentage: host.limits.server_percentage,
+        server_pinned_mem_limit: host.limits.server_pinned_mem_limit,
     };
     Ok((evidence, served.warnings))
 }

@@ -111,6 +111,7 @@ fn only_the_work_on_the_node_is_a_workload_conflict() {
         [
             Code::ServerOfAnotherUser,
             Code::ServerFault,
+            Code::ServerHasClients,
             Code::ServerFatalErrorLogged,
             Code::DaemonLogPendingClient
         ]

@@ -208,6 +208,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         host_name: None,
         settings_query: None,
         daemon_log: None,
+        listed_clients: None,
         env,
     }
 }
@@ -215,6 +216,21 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
 /// The settings session (issue 20) the probe would ask on `facts`, each asked command answered
 /// by `answer` (its lines, newline-terminated; `""` for none) between `100.0` liveness lines.
 pub(crate) fn settings(
+    facts: &HostFacts,
+    answer: impl Fn(sharing_policy::ReadOnlyCommand) -> String,
+) -> Option<QueryRecord> {
+    use sharing_policy::ReadOnlyCommand;
+    settings_with(facts, |command| match command {
+        // A server with no client, applying the daemon's 100.0 default.
+        ReadOnlyCommand::GetClientList(_) => String::new(),
+        ReadOnlyCommand::GetActiveThreadPercentage(_) => "100.0\n".to_owned(),
+        other => answer(other),
+    })
+}
+
+/// [`settings`] where `answer` answers every asked command, the listed servers' clients and
+/// active-thread percentages included.
+pub(crate) fn settings_with(
     facts: &HostFacts,
     answer: impl Fn(sharing_policy::ReadOnlyCommand) -> String,
 ) -> Option<QueryRecord> {

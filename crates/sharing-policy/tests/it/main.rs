@@ -26,6 +26,7 @@ mod hosts_served;
 mod locks;
 mod props;
 mod props_breakers;
+mod props_clients;
 mod props_gen;
 mod props_served;
 mod seed_order;

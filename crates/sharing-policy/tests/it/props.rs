@@ -331,7 +331,7 @@ fn a_request_that_observes_the_host_sees_more_than_the_environment() {
 #[test]
 fn every_code_has_a_breaker() {
     let covered: Vec<Code> = breakers().iter().map(|b| b.code).collect();
-    // Advisory codes warn and never reject: they have no breaker (daemon_log.rs tests them).
+    // An advisory code is a warning, never a rejection: no breaker can produce it.
     for code in Code::ALL
         .into_iter()
         .filter(|c| !Code::ADVISORY.contains(c))

@@ -443,5 +443,6 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     .chain(served_breakers())
     .chain(settings_breakers())
     .chain(crate::daemon_log::log_breakers())
+    .chain(crate::props_clients::client_breakers())
     .collect()
 }

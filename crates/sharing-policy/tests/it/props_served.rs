@@ -82,7 +82,7 @@ fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, 
 }
 
 /// Lists one more server (4429) in the daemon's answer, owned by `uid`.
-fn add_server(f: &mut HostFacts, uid: Option<u32>) {
+pub(crate) fn add_server(f: &mut HostFacts, uid: Option<u32>) {
     if let QueryOutcome::Exited { stdout, .. } = &mut f.daemon_query.as_mut().unwrap().outcome {
         stdout.text.push_str("4429\n");
     }
@@ -270,6 +270,12 @@ pub(crate) fn settings_breakers() -> Vec<Breaker> {
                     let rest = stdout.text.split_once('\n').unwrap().1.to_owned();
                     stdout.text = [line, "\n", &rest].concat();
                 }
+                // A listed server applies the same share as the default.
+                f.settings_query = hosts::settings_with(f, |command| match command {
+                    ReadOnlyCommand::GetServerStatus(_) => "ACTIVE\n".to_owned(),
+                    ReadOnlyCommand::GetActiveThreadPercentage(_) => [line, "\n"].concat(),
+                    _ => String::new(),
+                });
             },
         },
         Breaker {

@@ -57,6 +57,9 @@ fn key_phrase(code: Code) -> &'static str {
         Code::DaemonLogPendingClient
         | Code::DaemonLogClientPidZero
         | Code::DaemonLogServerFailedToStart => "may explain a later failure",
+        Code::StaleServerClient => "left in an undefined state",
+        Code::ServerClientsUnverified => "could not verify the clients of MPS server",
+        Code::ServerLimitsUnverified => "the running MPS server applies",
         other => panic!("no key phrase for {other}"),
     }
 }
@@ -130,9 +133,13 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "compute-mode-unverified",
         "server-fault",
         "server-status-unverified",
+        "stale-server-client",
+        "server-clients-unverified",
+        "server-has-clients",
         "active-thread-percentage-below-requirement",
         "pinned-mem-below-requirement",
         "pinned-mem-limit-unverified",
+        "server-limits-unverified",
         "server-crash-loop",
         "server-fatal-error-logged",
         "daemon-log-unverified",

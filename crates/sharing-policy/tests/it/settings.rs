@@ -215,9 +215,10 @@ fn the_real_daemons_settings_answers_are_read_as_recorded() {
         let lines: Vec<&[String]> = answers.iter().map(|(_, l)| l.as_slice()).collect();
         let not_found = vec!["Server 12345 not found".to_owned()];
         assert_eq!(lines[0], [status.to_owned()], "{version}");
-        assert_eq!(lines[1], not_found.as_slice(), "{version}");
-        assert!(lines[2].is_empty(), "{version}: no default limit set");
-        assert_eq!(lines[3], not_found.as_slice(), "{version}");
+        assert_eq!(lines[1], not_found.as_slice(), "{version}: get_client_list");
+        assert_eq!(lines[2], not_found.as_slice(), "{version}");
+        assert!(lines[3].is_empty(), "{version}: no default limit set");
+        assert_eq!(lines[4], not_found.as_slice(), "{version}");
 
         // As the validator reads them, for a host whose daemon listed server 12345.
         let mut host = served("100.0\n12345\n", 1000, "Exclusive_Process");
@@ -230,11 +231,19 @@ fn the_real_daemons_settings_answers_are_read_as_recorded() {
         let evidence = validate(&wanting, &host).unwrap();
         assert_eq!(evidence.server_status, None, "{version}");
         assert_eq!(evidence.default_pinned_mem_limit, None, "{version}");
+        // The server was gone when it was asked: its state, clients and own limit are
+        // unverified, never a pass.
         assert_eq!(
             evidence.unverified,
-            [Code::ServerStatusUnverified],
+            [
+                Code::ServerStatusUnverified,
+                Code::ServerClientsUnverified,
+                Code::ServerLimitsUnverified
+            ],
             "{version}"
         );
+        assert_eq!(evidence.server_clients, None, "{version}");
+        assert_eq!(evidence.server_pinned_mem_limit, None, "{version}");
         let strict = Request {
             require_verified: true,
             ..wanting

@@ -1,0 +1,184 @@
+//! The limits a running server applies (docs/mps-daemon.md §5b): the daemon's defaults apply
+//! only to the next server ("If there is already a server spawned, this command will only
+//! affect the next server"), so while a server is listed the stated minimums are judged
+//! against what it applies: `get_active_thread_percentage <s>` and
+//! `get_device_pinned_mem_limit <s> <dev>`.
+
+use super::answers::{Answers, answer, daemon_ordinal};
+use super::{Context, Findings, Served};
+use crate::limits::{MemSize, Percentage};
+use crate::{Code, Finding, Pid, ReadOnlyCommand, served, session};
+
+/// The fix when a running server's limits could not be read.
+const VERIFY: &str = "capture the host again while the server runs, as a user the daemon answers (with --require-verified this is a rejection)";
+
+/// The listed servers and the lowest active-thread percentage they apply.
+pub(super) struct Running {
+    servers: Vec<Pid>,
+    /// `Ok(None)`: no server listed; `Ok(Some((pid, p)))`: the lowest, and whose; `Err`: one
+    /// could not be read.
+    pub(super) percentage: Result<Option<(Pid, Percentage)>, String>,
+}
+
+/// The listed servers' own active-thread percentages, read from the settings session.
+pub(super) fn running(context: &Context<'_>, answers: &Answers<'_>) -> Running {
+    let servers: Vec<Pid> = served::server_pids(
+        context.facts.daemon_query.as_ref(),
+        context.directory.as_bytes(),
+    )
+    .into_iter()
+    .filter_map(Pid::new)
+    .collect();
+    let mut lowest: Option<(Pid, Percentage)> = None;
+    for &pid in &servers {
+        let read = answer(answers, ReadOnlyCommand::GetActiveThreadPercentage(pid))
+            .and_then(|lines| session::server_percentage(pid, lines));
+        match read {
+            Ok(found) => {
+                if lowest.is_none_or(|(_, low)| found < low) {
+                    lowest = Some((pid, found));
+                }
+            }
+            Err(why) => {
+                return Running {
+                    servers,
+                    percentage: Err(why),
+                };
+            }
+        }
+    }
+    Running {
+        servers,
+        percentage: Ok(lowest),
+    }
+}
+
+/// The stated minimum active-thread percentage against what the running servers apply.
+pub(super) fn check_percentage(
+    context: &Context<'_>,
+    running: &Running,
+    served: &mut Served,
+    findings: &mut Findings,
+) {
+    let Some(wanted) = context.request.min_active_thread_percentage else {
+        return;
+    };
+    match &running.percentage {
+        Ok(Some((pid, found))) if *found < wanted => {
+            let default = crate::limits::default_percentage(context.facts.daemon_query.as_ref())
+                .map_or_else(|| "unread".to_owned(), |p| p.to_string());
+            let what = format!(
+                "MPS server {pid} applies an active-thread percentage of {found}, below the required {wanted} (the daemon's default active-thread percentage is {default}, which only the next server gets)"
+            );
+            let fix = format!(
+                "the daemon's owner runs echo set_active_thread_percentage {pid} {wanted} | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control, or waits for that server to exit so that the next one gets the default",
+                crate::shell_quote(&context.directory.to_string_lossy())
+            );
+            findings.push(|| {
+                below(
+                    context,
+                    Code::ActiveThreadPercentageBelowRequirement,
+                    what,
+                    fix,
+                )
+            });
+        }
+        Ok(_) => {}
+        Err(why) => {
+            let finding = super::unverified_finding(
+                context,
+                Code::ServerLimitsUnverified,
+                "the active-thread percentage the running MPS server applies",
+                why.clone(),
+                VERIFY,
+            );
+            served.unverified(context.request, findings, finding);
+        }
+    }
+}
+
+/// The lowest pinned-memory limit for the GPU the running servers apply, as printed (`None`:
+/// no server, none set, or not read), and whether it meets the stated minimum.
+pub(super) fn check_pinned(
+    context: &Context<'_>,
+    answers: &Answers<'_>,
+    running: &Running,
+    served: &mut Served,
+    findings: &mut Findings,
+) -> Option<String> {
+    if running.servers.is_empty() {
+        return None;
+    }
+    let ordinal = daemon_ordinal(context);
+    let read = ordinal.clone().and_then(|ordinal| {
+        let mut lowest: Option<(Pid, MemSize, String)> = None;
+        for &pid in &running.servers {
+            let command = ReadOnlyCommand::GetDevicePinnedMemLimit(pid, ordinal);
+            let limit = answer(answers, command)
+                .and_then(|lines| session::server_pinned_limit(pid, ordinal, lines))?;
+            if let Some((size, raw)) = limit
+                && lowest.as_ref().is_none_or(|(_, low, _)| size < *low)
+            {
+                lowest = Some((pid, size, raw));
+            }
+        }
+        Ok(lowest)
+    });
+    let wanted = context.request.min_pinned_mem;
+    match (read, wanted) {
+        (Ok(lowest), Some(wanted)) => {
+            let (pid, size, raw) = lowest?;
+            if size < wanted {
+                let what = format!(
+                    "MPS server {pid} applies a pinned-memory limit of {raw} for GPU {}, below the required {wanted} (the daemon's default pinned-memory limit for GPU {} applies only to the next server)",
+                    context.gpu, context.gpu
+                );
+                let fix = format!(
+                    "the daemon's owner runs echo set_device_pinned_mem_limit {pid} {} {wanted} | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control, or waits for that server to exit so that the next one gets the default",
+                    ordinal.as_ref().map_or(0, |o| *o),
+                    crate::shell_quote(&context.directory.to_string_lossy())
+                );
+                findings.push(|| below(context, Code::PinnedMemBelowRequirement, what, fix));
+            }
+            Some(raw)
+        }
+        (Ok(lowest), None) => lowest.map(|(_, _, raw)| raw),
+        (Err(_), None) => None,
+        (Err(why), Some(_)) => {
+            let what = format!(
+                "the pinned-memory limit the running MPS server applies for GPU {}",
+                context.gpu
+            );
+            let finding = super::unverified_finding(
+                context,
+                Code::ServerLimitsUnverified,
+                &what,
+                why,
+                VERIFY,
+            );
+            served.unverified(context.request, findings, finding);
+            None
+        }
+    }
+}
+
+fn below(context: &Context<'_>, code: Code, what: String, fix: String) -> Finding {
+    Finding::new(
+        code,
+        [
+            context.words().mps(),
+            " cannot give each client the required share of GPU ",
+            &context.gpu.to_string(),
+            " through ",
+            &context.control_path(),
+            ": ",
+            &what,
+            ". To fix it, ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        what,
+        fix,
+    )
+}

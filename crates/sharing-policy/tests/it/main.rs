@@ -18,6 +18,7 @@ mod changes;
 mod details;
 mod fixtures;
 mod forged_identity;
+mod gpu_health;
 mod hosts;
 mod hosts_committed;
 mod hosts_deployed;

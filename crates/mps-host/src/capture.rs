@@ -323,7 +323,7 @@ mod tests {
                 assert_eq!(
                     query.args,
                     [
-                        "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
+                        "--query-gpu=compute_mode,driver_version,persistence_mode,gpu_recovery_action,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,index,uuid,name,pci.bus_id",
                         "--format=csv,noheader"
                     ]
                 );

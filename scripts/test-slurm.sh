@@ -119,10 +119,10 @@ wait_until() {
 mkdir -p "$work/bin" "$work/mpslog" "$work/dev"
 cat >"$work/bin/nvidia-smi" <<EOF
 #!/bin/sh
-# The one query mps-preflight runs (snapshot schema v2): compute mode and driver version first.
-[ "\$*" = "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id --format=csv,noheader" ] || exit 9
-echo 'Default, 535.261.03, 0, $gpu0, NVIDIA H100 80GB HBM3, 00000000:18:00.0'
-echo 'Default, 535.261.03, 1, $gpu1, NVIDIA H100 80GB HBM3, 00000000:3B:00.0'
+# The one query mps-preflight runs: compute mode, driver version and the health columns first.
+[ "\$*" = "--query-gpu=compute_mode,driver_version,persistence_mode,gpu_recovery_action,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,index,uuid,name,pci.bus_id --format=csv,noheader" ] || exit 9
+echo 'Default, 535.261.03, Enabled, None, No, No, No, 0, $gpu0, NVIDIA H100 80GB HBM3, 00000000:18:00.0'
+echo 'Default, 535.261.03, Enabled, None, No, No, No, 1, $gpu1, NVIDIA H100 80GB HBM3, 00000000:3B:00.0'
 EOF
 chmod +x "$work/bin/nvidia-smi"
 # The real control program, except that a client's probe (get_server_list) also lists the PID

@@ -40,7 +40,7 @@ static int run(const char *path, char **argv, const char *input) {
 
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
-    char *smi[] = {"nvidia-smi", "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
+    char *smi[] = {"nvidia-smi", "--query-gpu=compute_mode,driver_version,persistence_mode,gpu_recovery_action,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,index,uuid,name,pci.bus_id",
                    "--format=csv,noheader", NULL};
     char *control[] = {"nvidia-cuda-mps-control", NULL};
     int failed = run(argv[1], smi, "");

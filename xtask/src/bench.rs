@@ -49,8 +49,8 @@ const SLOW_RUNS: usize = 3;
 /// The deadline of each host query in the hang and flood cases.
 const SLOW_TIMEOUT_MS: u64 = 1000;
 
-/// One row of the v2 GPU query (issue 10), for the concurrency section's fake `nvidia-smi`.
-const GPU_ROW: &str = "Default, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
+/// One row of the GPU query (healthy, persistence on), for the concurrency section's fake `nvidia-smi`.
+const GPU_ROW: &str = "Default, 550.163.01, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0";
 const FIXTURE: &str = "fixtures/hosts/healthy-idle-daemon.json";
 const REQUEST: [&str; 8] = [
     "--request",

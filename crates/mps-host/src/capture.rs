@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sharing_policy::{
-    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearchMethod, EnvFacts, GPU_QUERY_ARGS,
-    GPU_QUERY_PROGRAM, HostFacts, OsText, QueryRecord, ReadOnlyCommand, probe_stdin,
-    retry::DAEMON_RETRY,
+    BASE_GPU_QUERY_ARGS, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearchMethod, EnvFacts,
+    GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts, OsText, QueryRecord, ReadOnlyCommand,
+    probe_stdin, retry::DAEMON_RETRY,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
@@ -111,7 +111,7 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     let (root, deadline) = (&options.proc_root, started + options.timeout);
     let mut search = None;
     std::thread::scope(|scope| {
-        let gpu = Concurrent::start(scope, "gpu-query", || runner.run(&gpu));
+        let gpu = Concurrent::start(scope, "gpu-query", || run_gpu_query(runner, &gpu));
         let daemon = Concurrent::start(scope, "daemon-query", || {
             run_retried(runner, &daemon, &DAEMON_RETRY)
         });
@@ -128,7 +128,10 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         // The pid file's liveness is read after the daemon query ended, so a daemon that died
         // while it was being asked is not recorded as alive.
         facts.pid_file = Some(observe_pid_file(&facts.env));
-        facts.gpu_query = gpu.join();
+        if let Some((record, rejected)) = gpu.join() {
+            facts.gpu_query = Some(record);
+            facts.gpu_query_rejected = rejected;
+        }
     });
     facts.caller = Some(observe_caller());
     let servers = facts.daemon_query.as_ref().map_or_else(Vec::new, |query| {
@@ -233,9 +236,35 @@ fn settings_query(
     Some(run_retried(runner, &query, &DAEMON_RETRY))
 }
 
-/// The host GPU table query: `nvidia-smi` with [`sharing_policy::GPU_QUERY_ARGS`]
-/// (`--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id --format=csv,noheader`),
-/// empty stdin: the table, the compute mode and the driver version in one process.
+/// Runs the host GPU query ([`gpu_query`]); when `nvidia-smi` rejects one of its fields as an
+/// older driver does ([`sharing_policy::field_rejected`]: `Field "…" is not a valid field to
+/// query.`, exit status 2), asks the base query ([`BASE_GPU_QUERY_ARGS`]) within what is left
+/// of the same deadline. Returns the record the table is read from and, after a fallback, the
+/// rejected one (`HostFacts::gpu_query_rejected`). Any other failure is the answer: no second
+/// process is spawned on a host whose driver knows the fields.
+pub fn run_gpu_query(runner: &dyn Runner, query: &Query) -> (QueryRecord, Option<QueryRecord>) {
+    let started = Instant::now();
+    let first = runner.run(query);
+    if sharing_policy::field_rejected(&first).is_none() {
+        return (first, None);
+    }
+    let left = query.timeout.saturating_sub(started.elapsed());
+    let base = Query {
+        args: BASE_GPU_QUERY_ARGS
+            .iter()
+            .map(|arg| (*arg).to_owned())
+            .collect(),
+        timeout: left.max(Duration::from_millis(1)),
+        ..query.clone()
+    };
+    (runner.run(&base), Some(first))
+}
+
+/// The host GPU table query: `nvidia-smi` with [`sharing_policy::GPU_QUERY_ARGS`] (the compute
+/// mode, the driver version, the health columns [`sharing_policy::GPU_HEALTH_COLUMNS`], then
+/// `index,uuid,name,pci.bus_id`; `--format=csv,noheader`), empty stdin: the table and the
+/// GPU's state in one process. Run it with [`run_gpu_query`], which falls back on older
+/// drivers.
 pub fn gpu_query(timeout: Duration) -> Query {
     Query {
         program: GPU_QUERY_PROGRAM.to_owned(),
@@ -311,7 +340,7 @@ mod tests {
                 assert_eq!(
                     query.args,
                     [
-                        "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
+                        "--query-gpu=compute_mode,driver_version,persistence_mode,gpu_recovery_action,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,index,uuid,name,pci.bus_id",
                         "--format=csv,noheader"
                     ]
                 );

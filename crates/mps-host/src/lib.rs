@@ -14,7 +14,7 @@ mod runner;
 pub use attest::{AttestOptions, FIRST_BACKOFF, MAX_BACKOFF, observe_attest, observe_attest_with};
 pub use capture::{
     DEFAULT_SCAN_LIMIT, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture,
-    capture_with, daemon_query, gpu_query, read_env, read_host_name,
+    capture_with, daemon_query, gpu_query, read_env, read_host_name, run_gpu_query,
 };
 pub use children::{StoppedQueries, forbid_queries, stop_all_queries};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};

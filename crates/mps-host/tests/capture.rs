@@ -101,7 +101,7 @@ fn the_daemon_front_end_gets_no_arguments_the_probe_on_stdin_and_the_pipe_direct
     );
     assert_eq!(
         stdout_of(&facts.gpu_query.as_ref().unwrap().outcome),
-        "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id --format=csv,noheader\n"
+        "--query-gpu=compute_mode,driver_version,persistence_mode,gpu_recovery_action,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,index,uuid,name,pci.bus_id --format=csv,noheader\n"
     );
     assert_eq!(facts.control_pipe.unwrap().lstat.kind, FileKind::Socket);
     assert!(facts.pid_file.unwrap().error.is_some());

@@ -251,7 +251,7 @@ fn served_capture_in_state(
         &bin,
         "nvidia-smi",
         &format!(
-            "printf '{mode}, 535.261.03, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n'"
+            "printf '{mode}, 535.261.03, Enabled, None, No, No, No, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n'"
         ),
     );
     fake_program(

@@ -208,7 +208,7 @@ fn a_daemon_killed_between_observation_steps_is_never_a_pass() {
         common::fake_program(
             tools.path(),
             "nvidia-smi",
-            "echo 'Default, 535.261.03, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
+            "echo 'Default, 535.261.03, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
         );
         common::fake_program(
             tools.path(),
@@ -271,8 +271,8 @@ fn two_gpus(daemon: &Daemon) {
         &daemon.bin_dir,
         "nvidia-smi",
         &format!(
-            "printf 'Default, 535.261.03, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n\
-             Default, 535.261.03, 1, {GPU_B}, NVIDIA H100 80GB HBM3, 00000000:2A:00.0\\n'"
+            "printf 'Default, 535.261.03, Enabled, None, No, No, No, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n\
+             Default, 535.261.03, Enabled, None, No, No, No, 1, {GPU_B}, NVIDIA H100 80GB HBM3, 00000000:2A:00.0\\n'"
         ),
     );
 }

@@ -31,8 +31,8 @@ fn two_gpus(daemon: &Daemon) {
         &daemon.bin_dir,
         "nvidia-smi",
         &format!(
-            "printf 'Default, 550.163.01, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n\
-             Default, 550.163.01, 1, {GPU_B}, NVIDIA H100 80GB HBM3, 00000000:2A:00.0\\n'"
+            "printf 'Default, 550.163.01, Enabled, None, No, No, No, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n\
+             Default, 550.163.01, Enabled, None, No, No, No, 1, {GPU_B}, NVIDIA H100 80GB HBM3, 00000000:2A:00.0\\n'"
         ),
     );
 }

@@ -30,7 +30,7 @@ fn concurrent_probes_of_one_idle_daemon_all_validate_and_replay_alike() {
     common::fake_program(
         &daemon.bin_dir,
         "nvidia-smi",
-        "echo 'Default, 535.261.03, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
+        "echo 'Default, 535.261.03, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
     );
     let options = daemon.options(Duration::from_secs(10));
     let runner = daemon.runner();

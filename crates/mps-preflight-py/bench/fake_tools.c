@@ -38,9 +38,11 @@ int main(int argc, char **argv) {
     const char *name = strrchr(argv[0], '/');
     name = name ? name + 1 : argv[0];
     if (strcmp(name, "nvidia-smi") == 0) {
+        int health = argc > 1 && strstr(argv[1], "gpu_recovery_action") != NULL;
         int six = argc > 1 && strstr(argv[1], "name") != NULL;
-        fputs(six ? "Exclusive_Process, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
-                  : "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
+        fputs(health ? "Exclusive_Process, 550.163.01, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
+              : six  ? "Exclusive_Process, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
+                     : "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
               stdout);
         return 0;
     }

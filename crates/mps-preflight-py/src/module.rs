@@ -285,8 +285,8 @@ fn visibility_with<'py>(
         reference_tables(py, &runner, &env, timeout)
     } else {
         let query = mps_host::gpu_query(timeout);
-        let record =
-            py.detach(|| mps_host::Runner::run(&mps_host::ProcessRunner::default(), &query));
+        let (record, _) =
+            py.detach(|| mps_host::run_gpu_query(&mps_host::ProcessRunner::default(), &query));
         sharing_policy::host_gpu_table(&record).map(|table| {
             let doubt = (!sharing_policy::index_order_trusted(&env, &table)).then(|| {
                 let names: Vec<&str> = table.rows().iter().map(|row| row.name.as_str()).collect();

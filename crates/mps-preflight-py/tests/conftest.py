@@ -26,9 +26,10 @@ GPU0 = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
 GPU1 = "GPU-5a88edbe-90c4-2449-8c43-70c57591cca1"
 TOKEN0 = "8932F937D72C4106C12F20BD9FAED9F6"
 TOKEN1 = "5A88EDBE90C424498C4370C57591CCA1"
-#: `nvidia-smi` rows of schema v2's query: compute mode, driver version, index, UUID, name, bus id.
-ROW0 = f"Exclusive_Process, 550.163.01, 0, {GPU0}, NVIDIA H100 80GB HBM3, 00000000:18:00.0"
-ROW1 = f"Exclusive_Process, 550.163.01, 1, {GPU1}, NVIDIA H100 80GB HBM3, 00000000:3B:00.0"
+#: `nvidia-smi` rows of the probe's query: compute mode, driver version, the five health columns
+#: (persistence on, no recovery action, nothing pending or failed), index, UUID, name, bus id.
+ROW0 = f"Exclusive_Process, 550.163.01, Enabled, None, No, No, No, 0, {GPU0}, NVIDIA H100 80GB HBM3, 00000000:18:00.0"
+ROW1 = f"Exclusive_Process, 550.163.01, Enabled, None, No, No, No, 1, {GPU1}, NVIDIA H100 80GB HBM3, 00000000:3B:00.0"
 
 #: The explicit request most tests make, as keyword arguments.
 MPS = {

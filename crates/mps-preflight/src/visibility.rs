@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use gpu_uuid::{GpuTable, VisibilityError, VisibleDevices, mps_visibility_entries};
-use mps_host::{DEFAULT_OUTPUT_CAP, ProcessRunner, Runner as _};
+use mps_host::{DEFAULT_OUTPUT_CAP, ProcessRunner};
 use sharing_policy::EnvFacts;
 
 use clap::Args;
@@ -188,8 +188,8 @@ fn host_table(timeout: Duration) -> Result<GpuTable, String> {
         stderr_cap: DEFAULT_OUTPUT_CAP,
         search_path: None,
     };
-    sharing_policy::host_gpu_table(&runner.run(&mps_host::gpu_query(timeout)))
-        .map_err(|err| err.to_string())
+    let (record, _) = mps_host::run_gpu_query(&runner, &mps_host::gpu_query(timeout));
+    sharing_policy::host_gpu_table(&record).map_err(|err| err.to_string())
 }
 
 /// `--help`'s description.

@@ -86,8 +86,11 @@ impl Code {
             | Self::DaemonPidFileDisagrees
             | Self::DaemonScopeUnverified
             | Self::ServerOwnerUnverified
+            | Self::GpuNeedsRecovery
+            | Self::GpuHealthUnverified
             | Self::ComputeModeForbidsSharing
             | Self::ComputeModeUnverified
+            | Self::PersistenceModeDisabled
             | Self::ServerStatusUnverified
             | Self::ActiveThreadPercentageBelowRequirement
             | Self::PinnedMemBelowRequirement

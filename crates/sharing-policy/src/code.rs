@@ -81,11 +81,22 @@ pub enum Code {
     /// A listed server's owner could not be read. Unverified: a rejection only with
     /// `--require-verified`.
     ServerOwnerUnverified,
+    /// The GPU needs a recovery action (`gpu_recovery_action` other than `None`, a pending
+    /// retired page or row remap, a failed row remap): under MPS one fault takes every client
+    /// of the GPU down.
+    GpuNeedsRecovery,
+    /// The GPU's health columns were not recorded (an older driver rejected them) or not
+    /// reported. Unverified: a rejection only with `--require-verified`.
+    GpuHealthUnverified,
     /// The GPU's compute mode (`Prohibited`, `Exclusive_Thread`) forbids two clients.
     ComputeModeForbidsSharing,
     /// The GPU's compute mode was not recorded or not reported. Unverified: a rejection only
     /// with `--require-verified`.
     ComputeModeUnverified,
+    /// Persistence mode is `Disabled`: the compute mode read is only a snapshot (it is lost
+    /// when the GPU deinitialises), and a new server's initialisation is slow. Unverified: a
+    /// warning, a rejection only with `--require-verified`.
+    PersistenceModeDisabled,
     /// The server the clients would join is in `FAULT`: it rejects every new client (550+).
     ServerFault,
     /// A listed server's state could not be read (`get_server_status` is 550+). Unverified: a
@@ -135,7 +146,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 48] = [
+    pub const ALL: [Self; 51] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -167,8 +178,11 @@ impl Code {
         Self::DaemonScopeUnverified,
         Self::ServerOfAnotherUser,
         Self::ServerOwnerUnverified,
+        Self::GpuNeedsRecovery,
+        Self::GpuHealthUnverified,
         Self::ComputeModeForbidsSharing,
         Self::ComputeModeUnverified,
+        Self::PersistenceModeDisabled,
         Self::ServerFault,
         Self::ServerStatusUnverified,
         Self::StaleServerClient,
@@ -199,12 +213,14 @@ impl Code {
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 10] = [
+    pub const UNVERIFIABLE: [Self; 12] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
         Self::ServerOwnerUnverified,
+        Self::GpuHealthUnverified,
         Self::ComputeModeUnverified,
+        Self::PersistenceModeDisabled,
         Self::ServerStatusUnverified,
         Self::ServerClientsUnverified,
         Self::PinnedMemLimitUnverified,
@@ -246,8 +262,11 @@ impl Code {
             Self::DaemonScopeUnverified => "daemon-scope-unverified",
             Self::ServerOfAnotherUser => "server-of-another-user",
             Self::ServerOwnerUnverified => "server-owner-unverified",
+            Self::GpuNeedsRecovery => "gpu-needs-recovery",
+            Self::GpuHealthUnverified => "gpu-health-unverified",
             Self::ComputeModeForbidsSharing => "compute-mode-forbids-sharing",
             Self::ComputeModeUnverified => "compute-mode-unverified",
+            Self::PersistenceModeDisabled => "persistence-mode-disabled",
             Self::ServerFault => "server-fault",
             Self::ServerStatusUnverified => "server-status-unverified",
             Self::ActiveThreadPercentageBelowRequirement => {
@@ -404,6 +423,9 @@ impl Code {
             | Self::DaemonLogPendingClient
             | Self::DaemonLogClientPidZero
             | Self::DaemonLogServerFailedToStart => self.log_why(),
+            Self::GpuNeedsRecovery | Self::GpuHealthUnverified | Self::PersistenceModeDisabled => {
+                self.health_why()
+            }
             // The codes of what the processes will be served with.
             _ => self.settings_why(),
         }
@@ -440,6 +462,24 @@ impl Code {
             "The daemon's pid file is writable by every user (mode 0666) and outlives a killed daemon; one naming another process than the lock's holder is stale or planted, and a tool that trusts it would judge the wrong process."
         } else {
             "Only the lock the control daemon holds proves which process it is; a pid file, a process's name or its command line can be written by any local user, so the daemon's scope, user and multi-user mode are not proven."
+        }
+    }
+
+    /// [`Code::why`] of the GPU health codes.
+    fn health_why(self) -> &'static str {
+        match self {
+            Self::GpuNeedsRecovery => {
+                "A GPU whose driver asks for a reset, a reboot or a drain, or with a retired page or row remap pending, fails CUDA initialisation or faults soon; under MPS one fatal fault takes every client of the GPU down."
+            }
+            Self::GpuHealthUnverified => {
+                "Only nvidia-smi's recovery action, pending retired pages and remapped rows show that the GPU needs no reset; without them a GPU that will fail every MPS client is not ruled out."
+            }
+            Self::PersistenceModeDisabled => {
+                "Without persistence the driver deinitialises the GPU after its last client: the compute mode set for MPS is lost then (what was read is only a snapshot), and a new server's initialisation is slow enough to fail clients at job start."
+            }
+            // Only the codes above are routed here; every code's `why` is checked to be
+            // non-empty by the tests.
+            _ => "",
         }
     }
 

@@ -117,6 +117,13 @@ pub struct HostFacts {
     /// proven by [`Self::cuda_device_uuids`] ([`crate::needs_gpu_models`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_models_query: Option<QueryRecord>,
+    /// The GPU query with the health columns ([`crate::GPU_QUERY_ARGS`]) when `nvidia-smi`
+    /// rejected one of its fields as an older driver does (`Field "…" is not a valid field to
+    /// query.`, exit status 2); [`Self::gpu_query`] is then the base query
+    /// ([`crate::BASE_GPU_QUERY_ARGS`]) asked within the same deadline, and the GPU's health
+    /// is unverified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_query_rejected: Option<QueryRecord>,
     /// v2: the probing process's user IDs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<CallerFacts>,
@@ -162,6 +169,7 @@ impl HostFacts {
             learner_uuid: None,
             cuda_device_uuids: None,
             gpu_models_query: None,
+            gpu_query_rejected: None,
             caller: None,
             server_processes: None,
             daemon_process: None,

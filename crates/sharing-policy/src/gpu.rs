@@ -9,17 +9,22 @@ use crate::device::Role;
 use crate::text::repr;
 use crate::{Code, EnvFacts, GPU_QUERY_PROGRAM, HostFacts, OsText, QueryOutcome, QueryRecord};
 
+mod health;
 mod reference;
 
+pub(crate) use health::GpuHealth;
+pub use health::{BASE_GPU_QUERY_ARGS, GPU_HEALTH_COLUMNS, field_rejected};
 pub use reference::{
     MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS, needs_gpu_models, reference_gpu_table,
 };
 
-/// The `nvidia-smi` arguments of schema v2's host GPU query: the compute mode and the driver
-/// version, then [`TABLE_QUERY_ARGS`]'s four columns, in one process. Neither new column holds
-/// a comma, so the rest of each row is read exactly as a v1 row.
+/// The `nvidia-smi` arguments of the host GPU query: the compute mode and the driver version,
+/// then the GPU health columns ([`GPU_HEALTH_COLUMNS`]), then [`TABLE_QUERY_ARGS`]'s four
+/// columns, in one process. None of the first seven columns holds a comma, so the rest of each
+/// row is read exactly as a v1 row. Snapshots recorded with [`BASE_GPU_QUERY_ARGS`] (v2, v3,
+/// or an older driver's fallback) are read by those arguments.
 pub const GPU_QUERY_ARGS: [&str; 2] = [
-    "--query-gpu=compute_mode,driver_version,index,uuid,name,pci.bus_id",
+    "--query-gpu=compute_mode,driver_version,persistence_mode,gpu_recovery_action,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,index,uuid,name,pci.bus_id",
     "--format=csv,noheader",
 ];
 
@@ -32,6 +37,8 @@ pub(crate) struct GpuExtras<'a> {
     pub(crate) compute_mode: &'a str,
     /// `driver_version`, as printed.
     pub(crate) driver_version: &'a str,
+    /// The health columns, when the query asked them ([`GPU_QUERY_ARGS`]).
+    pub(crate) health: Option<GpuHealth<'a>>,
 }
 
 /// A recorded GPU query's table rows (the four [`TABLE_QUERY_ARGS`] columns) and, for the v2
@@ -42,6 +49,9 @@ pub(crate) struct TableText<'a> {
     /// Why the GPUs' models are unknown, when they are (the reference's `index,uuid` query
     /// names none, and no models query answered for it): each row then has a model of its own.
     pub(crate) unknown_models: Option<String>,
+    /// Why the GPUs' health columns are missing, when the probe asked them and `nvidia-smi`
+    /// rejected the query ([`HostFacts::gpu_query_rejected`]): the line it printed.
+    pub(crate) health_rejected: Option<String>,
 }
 
 impl TableText<'_> {
@@ -51,30 +61,36 @@ impl TableText<'_> {
     }
 }
 
-/// Splits the v2 columns off each row of `stdout`.
-fn split_extras(stdout: &str) -> Result<TableText<'_>, HostTableError> {
+/// Splits the columns before the table's off each row of `stdout`: the compute mode and the
+/// driver version, then, when `health` (the query is [`GPU_QUERY_ARGS`]), the health columns.
+fn split_extras(stdout: &str, health: bool) -> Result<TableText<'_>, HostTableError> {
     let mut rows = String::with_capacity(stdout.len());
     let mut extras = Vec::new();
+    let leading = if health { 7 } else { 2 };
     for line in stdout.split_inclusive('\n') {
         if line.trim().is_empty() {
             rows.push_str(line);
             continue;
         }
-        let Some((mode, rest)) = line.split_once(',') else {
-            return Err(lacks_extras(line));
-        };
-        let Some((driver, row)) = rest.split_once(',') else {
-            return Err(lacks_extras(line));
-        };
-        let row = row.trim_start();
+        let mut columns = line.splitn(leading + 1, ',');
+        let mut front = [""; 7];
+        for slot in front.iter_mut().take(leading) {
+            *slot = columns.next().ok_or_else(|| lacks_extras(line, health))?;
+        }
+        let row = columns
+            .next()
+            .ok_or_else(|| lacks_extras(line, health))?
+            .trim_start();
         let uuid = row
             .split(',')
             .nth(1)
             .and_then(|field| GpuUuid::parse(field.trim()).ok());
+        let [mode, driver, p, a, r, rp, rf] = front;
         extras.push(GpuExtras {
             uuid,
             compute_mode: mode.trim(),
             driver_version: driver.trim(),
+            health: health.then(|| GpuHealth::from_columns([p, a, r, rp, rf])),
         });
         rows.push_str(row);
     }
@@ -82,12 +98,18 @@ fn split_extras(stdout: &str) -> Result<TableText<'_>, HostTableError> {
         rows: Cow::Owned(rows),
         extras,
         unknown_models: None,
+        health_rejected: None,
     })
 }
 
-fn lacks_extras(line: &str) -> HostTableError {
+fn lacks_extras(line: &str, health: bool) -> HostTableError {
+    let columns = if health {
+        "compute mode, driver version and health"
+    } else {
+        "compute mode and driver version"
+    };
     HostTableError::Unavailable(format!(
-        "a row of the GPU query lacks its compute mode and driver version columns: {}",
+        "a row of the GPU query lacks its {columns} columns: {}",
         repr(line.trim_end())
     ))
 }
@@ -223,7 +245,8 @@ fn table_text<'a>(
     query: &'a QueryRecord,
     models: Option<&QueryRecord>,
 ) -> Result<TableText<'a>, HostTableError> {
-    let v2 = query.args == GPU_QUERY_ARGS;
+    let health = query.args == GPU_QUERY_ARGS;
+    let v2 = health || query.args == BASE_GPU_QUERY_ARGS;
     let reference = query.args == REFERENCE_GPU_QUERY_ARGS;
     if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
         || !(v2 || reference || query.args == TABLE_QUERY_ARGS)
@@ -237,7 +260,7 @@ fn table_text<'a>(
     }
     let stdout = answer(query)?;
     if v2 {
-        split_extras(stdout)
+        split_extras(stdout, health)
     } else if reference {
         reference::rows(stdout, models)
     } else {
@@ -245,6 +268,7 @@ fn table_text<'a>(
             rows: Cow::Borrowed(stdout),
             extras: Vec::new(),
             unknown_models: None,
+            health_rejected: None,
         })
     }
 }
@@ -308,7 +332,21 @@ pub(crate) fn host_text(facts: &HostFacts) -> Result<TableText<'_>, HostTableErr
                 "no host GPU query was recorded".to_owned(),
             ))
         },
-        |query| table_text(query, facts.gpu_models_query.as_ref()),
+        |query| {
+            let mut text = table_text(query, facts.gpu_models_query.as_ref())?;
+            if query.args == BASE_GPU_QUERY_ARGS {
+                text.health_rejected = facts
+                    .gpu_query_rejected
+                    .as_ref()
+                    .filter(|rejected| rejected.args == GPU_QUERY_ARGS)
+                    .map(|rejected| {
+                        field_rejected(rejected).unwrap_or_else(|| {
+                            "the GPU query with the health columns was not answered".to_owned()
+                        })
+                    });
+            }
+            Ok(text)
+        },
     )
 }
 

@@ -53,8 +53,9 @@ pub use facts::{
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{
-    GPU_QUERY_ARGS, HostTableError, MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS, host_gpu_table,
-    index_order_trusted, needs_gpu_models, reference_gpu_table,
+    BASE_GPU_QUERY_ARGS, GPU_HEALTH_COLUMNS, GPU_QUERY_ARGS, HostTableError, MODELS_QUERY_ARGS,
+    REFERENCE_GPU_QUERY_ARGS, field_rejected, host_gpu_table, index_order_trusted,
+    needs_gpu_models, reference_gpu_table,
 };
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;

@@ -385,6 +385,22 @@ pub(crate) struct ServedFacts {
     pub(crate) daemon_multiuser: Option<bool>,
     pub(crate) compute_mode: Option<String>,
     pub(crate) driver_version: Option<String>,
+    /// The GPU's health columns as the GPU query recorded them.
+    pub(crate) health: HealthRead,
+}
+
+/// The GPU's health columns ([`crate::GPU_HEALTH_COLUMNS`]) as the snapshot records them.
+#[derive(Debug, Default)]
+pub(crate) enum HealthRead {
+    /// The query did not ask them: a snapshot recorded before they were asked.
+    #[default]
+    NotAsked,
+    /// `nvidia-smi` rejected the query that asked them (an older driver): the line it printed.
+    Rejected(String),
+    /// The query asked them, but it has no row for the GPU.
+    NoRow,
+    /// Each column's name and value, as printed.
+    Columns([(&'static str, String); 5]),
 }
 
 /// Reads [`ServedFacts`] for the GPU `gpu` (when known) and the daemon of `pipe_directory`.
@@ -418,6 +434,19 @@ pub(crate) fn served_facts(
     if let Ok(text) = text {
         let row = gpu.and_then(|gpu| text.extras_of(gpu));
         served.compute_mode = row.map(|row| row.compute_mode.to_owned());
+        served.health = if let Some(why) = &text.health_rejected {
+            HealthRead::Rejected(why.clone())
+        } else if let Some(health) = row.and_then(|row| row.health) {
+            HealthRead::Columns(
+                health
+                    .columns()
+                    .map(|(name, value)| (name, value.to_owned())),
+            )
+        } else if text.extras.iter().any(|extras| extras.health.is_some()) {
+            HealthRead::NoRow
+        } else {
+            HealthRead::NotAsked
+        };
         served.driver_version = row
             .or(text.extras.first())
             .map(|row| row.driver_version.to_owned());

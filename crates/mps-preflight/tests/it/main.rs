@@ -21,6 +21,7 @@ mod faults;
 mod files_written;
 mod fixtures;
 mod generated;
+mod gpu_health;
 mod health;
 mod help;
 mod hostile_names;

@@ -257,7 +257,8 @@ impl FakeHost {
     }
 
     /// `nvidia-smi` listing `rows` (`index, uuid, name, pci.bus_id` lines), each GPU in the
-    /// `Default` compute mode of driver 550.163.01 (the probe's query asks for those first).
+    /// `Default` compute mode of driver 550.163.01, healthy with persistence on (the probe's
+    /// query asks for those first).
     pub(crate) fn gpus(&mut self, rows: &[&str]) -> &mut Self {
         self.gpus_in_mode("Default", rows)
     }
@@ -265,7 +266,7 @@ impl FakeHost {
     /// [`Self::gpus`] with every GPU in compute mode `mode`.
     pub(crate) fn gpus_in_mode(&mut self, mode: &str, rows: &[&str]) -> &mut Self {
         let text = rows.iter().fold(String::new(), |text, row| {
-            text + mode + ", 550.163.01, " + row + "\n"
+            text + mode + ", 550.163.01, Enabled, None, No, No, No, " + row + "\n"
         });
         self.tool("nvidia-smi", &text, "", 0)
     }

@@ -6,14 +6,16 @@
 //! (`request`), the GPU identity (`identity`), the control pipe (`pipe`), the daemon's answer
 //! (`liveness`), then what "served" needs: the daemon's identity (`daemon_identity`), its GPU
 //! scope (`scope`), the servers'
-//! owner (`owner`) and the GPU's compute mode (`compute`); last, what the processes will be
-//! served with (`limits`: the server's state, the daemon's defaults against stated minimums),
-//! and what the daemon's own log says of its servers (`log`).
+//! owner (`owner`), the GPU's health (`health`), its compute mode (`compute`) and persistence
+//! mode (`health`); last, what the processes will be served with (`limits`: the server's
+//! state, the daemon's defaults against stated minimums), and what the daemon's own log says
+//! of its servers (`log`).
 
 mod answers;
 mod clients;
 mod compute;
 mod daemon_identity;
+mod health;
 mod identity;
 mod limits;
 mod liveness;
@@ -322,7 +324,15 @@ fn check_host(
     if findings.settled() {
         return host;
     }
+    health::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
     compute::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
+    health::persistence(&context, &mut host.served, findings);
     if findings.settled() {
         return host;
     }

@@ -64,6 +64,7 @@ pub(super) fn rows(
         rows: Cow::Owned(rows),
         extras: Vec::new(),
         unknown_models: names.err(),
+        health_rejected: None,
     })
 }
 

@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 
 use sharing_policy::{
-    AccessFacts, CallerFacts, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearch,
-    DaemonSearchMethod, EnvFacts, FileFacts, FileKind, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM,
-    HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome, QueryRecord, SCHEMA_V1,
-    SCHEMA_V2, probe_stdin,
+    AccessFacts, BASE_GPU_QUERY_ARGS, CallerFacts, CapturedText, DAEMON_PROBE,
+    DAEMON_QUERY_PROGRAM, DaemonSearch, DaemonSearchMethod, EnvFacts, FileFacts, FileKind,
+    GPU_QUERY_PROGRAM, HostFacts, OsText, PidFileFacts, PipeFacts, ProcessFacts, QueryOutcome,
+    QueryRecord, SCHEMA_V1, SCHEMA_V2, probe_stdin,
 };
 
 pub(crate) const H100_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
@@ -202,6 +202,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         learner_uuid: None,
         cuda_device_uuids: None,
         gpu_models_query: None,
+        gpu_query_rejected: None,
         caller: None,
         server_processes: None,
         daemon_process: None,
@@ -245,16 +246,23 @@ pub(crate) fn settings_with(
     Some(record)
 }
 
-/// A v2 GPU query: each row of `smi` with its compute mode and driver version first.
+/// A v2 GPU query (the base query, as v2 and v3 snapshots record it): each row of `smi` with
+/// its compute mode and driver version first.
 pub(crate) fn gpu_query_v2(smi: &str, mode: &str) -> QueryRecord {
     let mut rows = String::new();
     for row in smi.lines() {
         rows.push_str(&[mode, ", 550.163.01, ", row.trim_start(), "\n"].concat());
     }
     let mut record = gpu_query(exited(0, &rows, ""));
-    record.args = GPU_QUERY_ARGS.iter().map(|a| (*a).to_owned()).collect();
+    record.args = BASE_GPU_QUERY_ARGS
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
     record
 }
+
+/// The healthy health columns: persistence on, no recovery action, nothing pending or failed.
+pub(crate) const HEALTHY: &str = "Enabled, None, No, No, No";
 
 /// A process as `/proc` shows it to root: `uid` in every `Uid:` field.
 pub(crate) fn process(pid: i64, uid: u32, comm: &str) -> ProcessFacts {

@@ -19,6 +19,7 @@ mod daemon_log;
 mod details;
 mod fixtures;
 mod forged_identity;
+mod gpu_health;
 mod hosts;
 mod hosts_committed;
 mod hosts_deployed;

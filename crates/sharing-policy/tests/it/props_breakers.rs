@@ -4,7 +4,9 @@
 use sharing_policy::{CapturedText, Code, FileKind, HostFacts, OsText, QueryOutcome, Request};
 
 use crate::hosts::{H100_A, H100_B, TWO_H100};
-use crate::props_served::{identity_breakers, served_breakers, set_v1_table, settings_breakers};
+use crate::props_served::{
+    health_breakers, identity_breakers, served_breakers, set_v1_table, settings_breakers,
+};
 
 #[allow(clippy::wildcard_imports)]
 use crate::props::*;
@@ -441,6 +443,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     .into_iter()
     .chain(identity_breakers())
     .chain(served_breakers())
+    .chain(health_breakers())
     .chain(settings_breakers())
     .chain(crate::daemon_log::log_breakers())
     .chain(crate::props_clients::client_breakers())

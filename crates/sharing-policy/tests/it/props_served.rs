@@ -2,8 +2,8 @@
 //! responsibility): each starts from a served daemon ([`make_served`]).
 
 use sharing_policy::{
-    CallerFacts, Code, DaemonSearch, DaemonSearchMethod, GPU_QUERY_ARGS, HostFacts, OsText,
-    ProcessFacts, QueryOutcome, ReadOnlyCommand, SCHEMA, listed_server_pids,
+    BASE_GPU_QUERY_ARGS, CallerFacts, Code, DaemonSearch, DaemonSearchMethod, GPU_QUERY_ARGS,
+    HostFacts, OsText, ProcessFacts, QueryOutcome, ReadOnlyCommand, SCHEMA, listed_server_pids,
 };
 
 use crate::props_breakers::{Breaker, pick};
@@ -11,7 +11,8 @@ use crate::{hosts, locks};
 
 /// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
 /// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe
-/// directory (unscoped, not multi-user), and the GPU is in `Default` mode.
+/// directory (unscoped, not multi-user), and the GPU is in `Default` mode, healthy, with
+/// persistence on (the GPU query with the health columns).
 pub(crate) fn make_served(f: &mut HostFacts) {
     SCHEMA.clone_into(&mut f.schema);
     f.caller = Some(CallerFacts {
@@ -44,6 +45,7 @@ pub(crate) fn make_served(f: &mut HostFacts) {
         lock: None,
     });
     set_compute_mode(f, "Default");
+    set_health(f, hosts::HEALTHY);
 }
 
 /// Replaces the GPU query's outcome with `outcome`, a v1 (four-column) table.
@@ -56,19 +58,59 @@ pub(crate) fn set_v1_table(f: &mut HostFacts, outcome: QueryOutcome) {
         .collect();
 }
 
-/// The v2 GPU query of the base's table, every GPU in `mode`.
+/// The v2 GPU query of the base's table, every GPU in `mode` (the base query: no health
+/// columns).
 fn set_compute_mode(f: &mut HostFacts, mode: &str) {
     let query = f.gpu_query.as_mut().unwrap();
-    let v2 = query.args == GPU_QUERY_ARGS;
+    let leading = if query.args == GPU_QUERY_ARGS {
+        7
+    } else if query.args == BASE_GPU_QUERY_ARGS {
+        2
+    } else {
+        0
+    };
+    let health = health_of(query);
     if let QueryOutcome::Exited { stdout, .. } = &mut query.outcome {
         let mut rows = String::new();
         for row in stdout.text.lines() {
-            let row = if v2 {
-                row.splitn(3, ',').nth(2).unwrap().trim_start()
-            } else {
-                row
-            };
+            let row = row.splitn(leading + 1, ',').last().unwrap().trim_start();
             rows.push_str(&[mode, ", 550.163.01, ", row, "\n"].concat());
+        }
+        stdout.text = rows;
+    }
+    query.args = BASE_GPU_QUERY_ARGS
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+    if let Some(health) = health {
+        set_health(f, &health);
+    }
+}
+
+/// The health columns of the query's first row, when it asks them.
+fn health_of(query: &sharing_policy::QueryRecord) -> Option<String> {
+    let QueryOutcome::Exited { stdout, .. } = &query.outcome else {
+        return None;
+    };
+    (query.args == GPU_QUERY_ARGS).then(|| {
+        let first = stdout.text.lines().next().unwrap_or("");
+        let columns: Vec<&str> = first.splitn(8, ',').skip(2).take(5).collect();
+        columns.join(",").trim().to_owned()
+    })
+}
+
+/// Makes the GPU query (after [`set_compute_mode`]) the one with the health columns, every GPU
+/// reporting `health` (five columns).
+pub(crate) fn set_health(f: &mut HostFacts, health: &str) {
+    let query = f.gpu_query.as_mut().unwrap();
+    let leading = if query.args == GPU_QUERY_ARGS { 7 } else { 2 };
+    if let QueryOutcome::Exited { stdout, .. } = &mut query.outcome {
+        let mut rows = String::new();
+        for row in stdout.text.lines() {
+            let mut columns = row.splitn(leading + 1, ',');
+            let (mode, driver) = (columns.next().unwrap(), columns.next().unwrap());
+            let rest = columns.last().unwrap().trim_start();
+            rows.push_str(&[mode, ",", driver, ", ", health, ", ", rest, "\n"].concat());
         }
         stdout.text = rows;
     }
@@ -208,6 +250,67 @@ pub(crate) fn served_breakers() -> Vec<Breaker> {
                 make_served(f);
                 r.require_verified = true;
                 set_compute_mode(f, pick(&["[N/A]", "[Not Supported]"], s));
+            },
+        },
+    ]
+}
+
+/// The breakers of the GPU's health columns: each starts from [`make_served`].
+pub(crate) fn health_breakers() -> Vec<Breaker> {
+    vec![
+        Breaker {
+            name: "the GPU needs a recovery action",
+            code: Code::GpuNeedsRecovery,
+            apply: |_, f, s| {
+                make_served(f);
+                set_health(
+                    f,
+                    pick(
+                        &[
+                            "Enabled, Reset, No, No, No",
+                            "Enabled, Reboot, No, No, No",
+                            "Enabled, None, Yes, No, No",
+                            "Enabled, None, No, Yes, No",
+                            "Enabled, None, [N/A], No, Yes",
+                            "Enabled, [GPU requires reset], No, No, No",
+                        ],
+                        s,
+                    ),
+                );
+            },
+        },
+        Breaker {
+            name: "the GPU's health not reported, verification required",
+            code: Code::GpuHealthUnverified,
+            apply: |r, f, s| {
+                make_served(f);
+                r.require_verified = true;
+                set_health(
+                    f,
+                    pick(
+                        &[
+                            "Enabled, [N/A], No, No, No",
+                            "Enabled, None, [Unknown Error], No, No",
+                            "Enabled, None, No, Maybe, No",
+                        ],
+                        s,
+                    ),
+                );
+            },
+        },
+        Breaker {
+            name: "persistence mode off, verification required",
+            code: Code::PersistenceModeDisabled,
+            apply: |r, f, s| {
+                make_served(f);
+                r.require_verified = true;
+                set_health(
+                    f,
+                    pick(
+                        &["Disabled, None, No, No, No", "[N/A], None, No, No, No"],
+                        s,
+                    ),
+                );
             },
         },
     ]

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sharing_policy::{DaemonSearchMethod, FileKind, HostFacts, OsText, QueryOutcome, SCHEMA};
+use sharing_policy::{DaemonSearchMethod, FileKind, HostFacts, OsText, QueryOutcome, SCHEMA_V3};
 
 fn recorded(kind: &str) -> Vec<(PathBuf, HostFacts)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts");
@@ -42,7 +42,7 @@ fn answer(facts: &HostFacts) -> (Option<i32>, &str, &str) {
 fn the_idle_capture_shows_a_live_idle_daemon() {
     for (path, facts) in recorded("idle") {
         // Recorded as v3, with the daemon's lock.
-        assert_eq!(facts.schema, SCHEMA, "{path:?}");
+        assert_eq!(facts.schema, SCHEMA_V3, "{path:?}");
         assert_eq!(answer(&facts), (Some(0), "100.0\n", ""), "{path:?}");
         assert_eq!(
             facts.control_pipe.as_ref().unwrap().lstat.kind,
@@ -84,7 +84,7 @@ fn the_idle_capture_shows_a_live_idle_daemon() {
 #[test]
 fn the_stale_capture_shows_a_socket_without_a_daemon() {
     for (path, facts) in recorded("stale") {
-        assert_eq!(facts.schema, SCHEMA, "{path:?}");
+        assert_eq!(facts.schema, SCHEMA_V3, "{path:?}");
         // After `quit` the lock file stays, and no process holds it.
         let lock = facts
             .daemon_process

@@ -8,10 +8,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CallerFacts, DaemonSearch, OsText, ProcessFacts};
 
-/// The snapshot schema this crate writes: v3 adds the settings session
+/// The snapshot schema this crate writes: v4 adds what says whether the clients will run:
+/// the daemon's own log ([`HostFacts::daemon_log`]), the clients the listed servers name
+/// ([`HostFacts::listed_clients`]) and an older driver's rejected GPU query
+/// ([`HostFacts::gpu_query_rejected`]), and the GPU query's health columns.
+pub const SCHEMA: &str = "mps-preflight/host-facts/v4";
+
+/// The third snapshot schema, still read: v3 added the settings session
 /// ([`HostFacts::settings_query`]: each listed server's state, each GPU ordinal's default
-/// pinned-memory limit; issue 20).
-pub const SCHEMA: &str = "mps-preflight/host-facts/v3";
+/// pinned-memory limit). What it never recorded counts as unverified where a check needs it.
+pub const SCHEMA_V3: &str = "mps-preflight/host-facts/v3";
 
 /// The second snapshot schema, still read: v2 added who asked ([`HostFacts::caller`]), the
 /// listed servers' owners ([`HostFacts::server_processes`]), the control daemon's process
@@ -20,10 +26,14 @@ pub const SCHEMA: &str = "mps-preflight/host-facts/v3";
 pub const SCHEMA_V2: &str = "mps-preflight/host-facts/v2";
 
 /// Every snapshot schema this crate reads, newest first.
-pub const SCHEMAS_READ: [&str; 3] = [SCHEMA, SCHEMA_V2, SCHEMA_V1];
+pub const SCHEMAS_READ: [&str; 4] = [SCHEMA, SCHEMA_V3, SCHEMA_V2, SCHEMA_V1];
 
-/// The top-level fields that only [`SCHEMA`] (v3) defines; a v1 or v2 snapshot that carries
+/// The top-level fields that only [`SCHEMA`] (v4) defines; an older snapshot that carries
 /// one is refused ([`schema_field_error`]).
+pub const V4_ONLY_FIELDS: [&str; 3] = ["daemon_log", "listed_clients", "gpu_query_rejected"];
+
+/// The top-level fields that v3 ([`SCHEMA_V3`]) added; a v1 or v2 snapshot that carries one is
+/// refused ([`schema_field_error`]).
 pub const V3_ONLY_FIELDS: [&str; 1] = ["settings_query"];
 
 /// The first snapshot schema, still read: what it never recorded counts as unverified.
@@ -41,7 +51,14 @@ pub const V2_ONLY_FIELDS: [&str; 4] = ["caller", "server_processes", "daemon_pro
 /// ```
 /// use sharing_policy::{schema_field_error, SCHEMA, SCHEMA_V1, SCHEMA_V2};
 ///
-/// assert_eq!(schema_field_error(SCHEMA, ["schema", "caller", "settings_query"]), None);
+/// use sharing_policy::SCHEMA_V3;
+///
+/// assert_eq!(schema_field_error(SCHEMA, ["schema", "caller", "settings_query", "daemon_log"]), None);
+/// assert_eq!(schema_field_error(SCHEMA_V3, ["settings_query"]), None);
+/// assert_eq!(
+///     schema_field_error(SCHEMA_V3, ["daemon_log"]).as_deref(),
+///     Some("field `daemon_log` is not defined by schema mps-preflight/host-facts/v3 (it is a v4 field)")
+/// );
 /// assert_eq!(
 ///     schema_field_error(SCHEMA_V1, ["schema", "caller"]).as_deref(),
 ///     Some("field `caller` is not defined by schema mps-preflight/host-facts/v1 (it is a v2 field)")
@@ -55,8 +72,11 @@ pub fn schema_field_error<'a>(
     schema: &str,
     fields: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
+    let before_v3 = schema == SCHEMA_V1 || schema == SCHEMA_V2;
     let later = |field: &str| {
-        if V3_ONLY_FIELDS.contains(&field) && schema != SCHEMA {
+        if V4_ONLY_FIELDS.contains(&field) && schema != SCHEMA {
+            Some("v4")
+        } else if V3_ONLY_FIELDS.contains(&field) && before_v3 {
             Some("v3")
         } else if V2_ONLY_FIELDS.contains(&field) && schema == SCHEMA_V1 {
             Some("v2")

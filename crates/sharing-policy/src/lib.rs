@@ -49,7 +49,8 @@ pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
     DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts,
     PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, SCHEMA_V1,
-    SCHEMA_V2, SCHEMAS_READ, V2_ONLY_FIELDS, V3_ONLY_FIELDS, parse_pid, schema_field_error,
+    SCHEMA_V2, SCHEMA_V3, SCHEMAS_READ, V2_ONLY_FIELDS, V3_ONLY_FIELDS, V4_ONLY_FIELDS, parse_pid,
+    schema_field_error,
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{

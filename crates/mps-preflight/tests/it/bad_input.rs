@@ -19,7 +19,7 @@ fn unreadable_snapshots_exit_2() {
     old["schema"] = "mps-preflight/host-facts/v0".into();
     write("v0.json", old.to_string().as_bytes());
     let mut future = bare_snapshot();
-    future["schema"] = "mps-preflight/host-facts/v4".into();
+    future["schema"] = "mps-preflight/host-facts/v5".into();
     write("v4.json", future.to_string().as_bytes());
     // Issue 15 part 4: each schema knows exactly its own fields.
     let mut mig = bare_snapshot();

@@ -315,7 +315,7 @@ fn capture_prints_a_snapshot() {
         .env("CUDA_VISIBLE_DEVICES", not_utf8("0,"));
     let run = host.run(&["capture"]);
     let snapshot = run.json("capture");
-    assert_eq!(snapshot["schema"], "mps-preflight/host-facts/v3");
+    assert_eq!(snapshot["schema"], "mps-preflight/host-facts/v4");
     assert!(run.stdout.starts_with("{\n  \"schema\""), "{}", run.stdout);
     assert_eq!(
         snapshot["env"]["cuda_visible_devices"]["non_utf8_bytes"],

@@ -385,7 +385,7 @@ fn hand_broken_documents_are_rejected() {
     let good = read_json(&fixtures_dir().join("healthy-socket-with-server.json"));
     assert_valid(&snapshot, &good, "the base snapshot");
     for (pointer, value) in [
-        ("/schema", Some(json!("mps-preflight/host-facts/v4"))),
+        ("/schema", Some(json!("mps-preflight/host-facts/v5"))),
         ("/unknown_fact", Some(json!(true))),
         ("/os", None),
         ("/env", Some(json!("linux"))),

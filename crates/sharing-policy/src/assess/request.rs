@@ -51,9 +51,10 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
         findings.push(|| Finding::new(
             Code::UnsupportedSnapshotSchema,
             format!(
-                "{mps} cannot use this host snapshot: its schema is {}, and this validator reads only {}, {} and {}. Capture the host again with this version of mps-preflight.",
+                "{mps} cannot use this host snapshot: its schema is {}, and this validator reads only {}, {}, {} and {}. Capture the host again with this version of mps-preflight.",
                 repr(&facts.schema),
                 repr(SCHEMA),
+                repr(crate::SCHEMA_V3),
                 repr(crate::SCHEMA_V2),
                 repr(SCHEMA_V1)
             ),
@@ -90,7 +91,8 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
             )
         });
     }
-    if facts.schema != SCHEMA && schema_ok && facts.settings_query.is_some() {
+    let before_v3 = facts.schema == SCHEMA_V1 || facts.schema == crate::SCHEMA_V2;
+    if before_v3 && facts.settings_query.is_some() {
         findings.push(|| {
             super::inconsistent(
                 words,

@@ -48,7 +48,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                     &[
                         "",
                         "mps-preflight/host-facts/v0",
-                        "mps-preflight/host-facts/v4",
+                        "mps-preflight/host-facts/v5",
                     ],
                     s,
                 )

@@ -2,7 +2,7 @@
 //! join, and the daemon's defaults against the request's stated minimums.
 
 use sharing_policy::{
-    Code, HostFacts, MemSize, Percentage, ReadOnlyCommand, Request, SCHEMA, validate,
+    Code, HostFacts, MemSize, Percentage, ReadOnlyCommand, Request, SCHEMA, SCHEMA_V3, validate,
 };
 
 use crate::hosts::{self, served};
@@ -13,7 +13,7 @@ use crate::support::mps;
 /// ordinal is `limit` (`""`: none set).
 fn v3(answer: &str, state: &str, limit: &str) -> HostFacts {
     let mut facts = served(answer, 1000, "Exclusive_Process");
-    SCHEMA.clone_into(&mut facts.schema);
+    SCHEMA_V3.clone_into(&mut facts.schema);
     facts.settings_query = hosts::settings(&facts, |command| match command {
         ReadOnlyCommand::GetServerStatus(_) => state.to_owned(),
         _ => limit.to_owned(),

@@ -85,7 +85,7 @@ fn capture(server: u32, clients: &str, percentage: &str, pinned: &str) -> HostFa
         &bin,
         "nvidia-smi",
         &format!(
-            "printf 'Default, 550.163.01, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n'"
+            "printf 'Default, 550.163.01, Enabled, None, No, No, No, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n'"
         ),
     );
     fake_program(

@@ -28,8 +28,9 @@ pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERS
 /// The evidence keys, in the order they are written: the seed's `to_dict` order, then
 /// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`, then
 /// what the processes will be served with (issue 20: the daemon's default active-thread
-/// percentage and pinned-memory limit, the server's state).
-pub const EVIDENCE_KEYS: [&str; 28] = [
+/// percentage and pinned-memory limit, the server's state), then the room of `/dev/shm` and
+/// the advisories.
+pub const EVIDENCE_KEYS: [&str; 31] = [
     "configured",
     "effective",
     "validated",
@@ -58,6 +59,9 @@ pub const EVIDENCE_KEYS: [&str; 28] = [
     "default_active_thread_percentage",
     "default_pinned_mem_limit",
     "server_status",
+    "shm_free_bytes",
+    "shm_total_bytes",
+    "advisories",
 ];
 
 /// The evidence as a JSON object: the 28 keys of [`EVIDENCE_KEYS`] in that order, unknown
@@ -75,6 +79,7 @@ pub const EVIDENCE_KEYS: [&str; 28] = [
 ///     caller_uid: None, judged_for_uid: None, server_uids: vec![], daemon_visible_devices: None,
 ///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![], host_name: None,
 ///     default_active_thread_percentage: None, default_pinned_mem_limit: None, server_status: None,
+///     shm_free_bytes: None, shm_total_bytes: None, advisories: vec![],
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -113,6 +118,9 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         default_active_thread_percentage,
         default_pinned_mem_limit,
         server_status,
+        shm_free_bytes,
+        shm_total_bytes,
+        advisories,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -146,6 +154,12 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         default_active_thread_percentage.map_or(Value::Null, |p| Value::from(p.as_f64())),
         text(default_pinned_mem_limit.as_deref()),
         text(server_status.as_deref()),
+        shm_free_bytes.map_or(Value::Null, Value::from),
+        shm_total_bytes.map_or(Value::Null, Value::from),
+        advisories
+            .iter()
+            .map(|code| Value::from(code.as_str()))
+            .collect(),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -254,6 +268,9 @@ mod tests {
             default_active_thread_percentage: None,
             default_pinned_mem_limit: None,
             server_status: None,
+            shm_free_bytes: Some(1 << 30),
+            shm_total_bytes: Some(2 << 30),
+            advisories: vec![sharing_policy::Code::DaemonOpenFilesLow],
         }
     }
 
@@ -318,6 +335,9 @@ mod tests {
             default_active_thread_percentage: None,
             default_pinned_mem_limit: None,
             server_status: None,
+            shm_free_bytes: None,
+            shm_total_bytes: None,
+            advisories: vec![],
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

@@ -62,6 +62,9 @@ fn evidence(rank: i64) -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        shm_free_bytes: None,
+        shm_total_bytes: None,
+        advisories: Vec::new(),
     }
 }
 

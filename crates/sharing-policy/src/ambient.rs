@@ -50,6 +50,9 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        shm_free_bytes: None,
+        shm_total_bytes: None,
+        advisories: Vec::new(),
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

@@ -98,11 +98,26 @@ pub enum Code {
     /// The request states a minimum pinned-memory limit, and the daemon's limit for the GPU
     /// could not be read. Unverified: a rejection only with `--require-verified`.
     PinnedMemLimitUnverified,
+    /// The probing process's `/dev/shm` is another filesystem than the control daemon's (and
+    /// so its servers'): a container's own `/dev/shm`.
+    ShmNotShared,
+    /// Whether the probing process shares the daemon's `/dev/shm`, or how much room it has
+    /// when a minimum is stated, could not be read. Unverified: a rejection only with
+    /// `--require-verified`.
+    ShmUnverified,
+    /// The free space of `/dev/shm` is below the request's minimum (`--min-shm`).
+    ShmBelowRequirement,
+    /// The caller's `CUDA_DEVICE_MAX_CONNECTIONS` is above 2. An advisory: never a rejection,
+    /// not even with `--require-verified` ([`Code::ADVISORY`]).
+    DeviceMaxConnectionsHigh,
+    /// The control daemon's open-files soft limit is below 16384. An advisory: never a
+    /// rejection, not even with `--require-verified` ([`Code::ADVISORY`]).
+    DaemonOpenFilesLow,
 }
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 43] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -141,11 +156,21 @@ impl Code {
         Self::ActiveThreadPercentageBelowRequirement,
         Self::PinnedMemBelowRequirement,
         Self::PinnedMemLimitUnverified,
+        Self::ShmNotShared,
+        Self::ShmUnverified,
+        Self::ShmBelowRequirement,
+        Self::DeviceMaxConnectionsHigh,
+        Self::DaemonOpenFilesLow,
     ];
+
+    /// The advisory codes: a finding of one is a warning in `doctor` and an entry in the
+    /// evidence's `advisories` key, never a rejection, not even with `--require-verified`
+    /// (what they report lowers capacity or performance; it does not stop a client).
+    pub const ADVISORY: [Self; 2] = [Self::DeviceMaxConnectionsHigh, Self::DaemonOpenFilesLow];
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 7] = [
+    pub const UNVERIFIABLE: [Self; 8] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
@@ -153,6 +178,7 @@ impl Code {
         Self::ComputeModeUnverified,
         Self::ServerStatusUnverified,
         Self::PinnedMemLimitUnverified,
+        Self::ShmUnverified,
     ];
 
     /// The stable kebab-case name.
@@ -198,6 +224,11 @@ impl Code {
             }
             Self::PinnedMemBelowRequirement => "pinned-mem-below-requirement",
             Self::PinnedMemLimitUnverified => "pinned-mem-limit-unverified",
+            Self::ShmNotShared => "shm-not-shared",
+            Self::ShmUnverified => "shm-unverified",
+            Self::ShmBelowRequirement => "shm-below-requirement",
+            Self::DeviceMaxConnectionsHigh => "device-max-connections-high",
+            Self::DaemonOpenFilesLow => "daemon-open-files-low",
         }
     }
 
@@ -332,6 +363,11 @@ impl Code {
             | Self::ActiveThreadPercentageBelowRequirement
             | Self::PinnedMemBelowRequirement
             | Self::PinnedMemLimitUnverified => self.settings_why(),
+            Self::ShmNotShared
+            | Self::ShmUnverified
+            | Self::ShmBelowRequirement
+            | Self::DeviceMaxConnectionsHigh
+            | Self::DaemonOpenFilesLow => self.shared_why(),
         }
     }
 
@@ -364,6 +400,31 @@ impl Code {
             }
             // Only the codes above are routed here (`reference_why`); every code's `why` is
             // checked to be non-empty by the tests.
+            _ => "",
+        }
+    }
+}
+
+impl Code {
+    /// [`Code::why`] of what the clients share with the server beyond the control pipe
+    /// (`/dev/shm`) and of the capacity advisories.
+    fn shared_why(self) -> &'static str {
+        match self {
+            Self::ShmNotShared => {
+                "A client and its MPS server exchange memory through /dev/shm; a client whose /dev/shm is not the server's fails at CUDA init (error 805, a segfault in cudaSetDevice, or SIGBUS)."
+            }
+            Self::ShmUnverified => {
+                "Only the daemon's /proc/<pid>/root shows which /dev/shm its servers use, and only statvfs shows the room left; without them a client that fails at CUDA init is not ruled out."
+            }
+            Self::ShmBelowRequirement => {
+                "Each client maps shared memory in /dev/shm; a full or small /dev/shm kills clients with SIGBUS or fails their CUDA init."
+            }
+            Self::DeviceMaxConnectionsHigh => {
+                "Under MPS each client's CUDA_DEVICE_MAX_CONNECTIONS work queues come out of the server's shared pool; above 2 fewer clients fit (NVIDIA recommends 2 or fewer)."
+            }
+            Self::DaemonOpenFilesLow => {
+                "The daemon and its servers hold file descriptors per client; NVIDIA recommends an open-files limit of at least 16384 for the control daemon."
+            }
             _ => "",
         }
     }

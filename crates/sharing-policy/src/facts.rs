@@ -189,6 +189,13 @@ pub struct HostFacts {
     /// of each GPU ordinal, between liveness lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings_query: Option<QueryRecord>,
+    /// The caller's and the proven daemon's `/dev/shm` (same filesystem, room).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm: Option<crate::ShmFacts>,
+    /// The capacity settings: the caller's `CUDA_DEVICE_MAX_CONNECTIONS`, the daemon's
+    /// open-files limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::CapacityFacts>,
 }
 
 impl HostFacts {
@@ -210,6 +217,8 @@ impl HostFacts {
             daemon_process: None,
             host_name: None,
             settings_query: None,
+            shm: None,
+            capacity: None,
         }
     }
 }

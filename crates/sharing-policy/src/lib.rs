@@ -14,6 +14,7 @@ mod evidence;
 mod facts;
 mod finding;
 mod gpu;
+mod host_extra;
 mod limits;
 mod lock;
 mod namespace;
@@ -52,6 +53,9 @@ pub use gpu::{
     GPU_QUERY_ARGS, HostTableError, MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS, host_gpu_table,
     index_order_trusted, needs_gpu_models, reference_gpu_table,
 };
+pub use host_extra::{
+    CapacityFacts, MAX_CLIENTS_PER_DEVICE, ShmFacts, ShmView, client_limit, clients_fit,
+};
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;
 pub use process::{
@@ -59,7 +63,7 @@ pub use process::{
     DaemonSearch, DaemonSearchMethod, LockFileFacts, ProcessFacts,
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
-pub use served::{listed_server_pids, pid_file_daemon_pid};
+pub use served::{listed_server_pids, pid_file_daemon_pid, proven_daemon_pid};
 pub use session::{settings_answers, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};

@@ -38,6 +38,9 @@ fn evidence() -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        shm_free_bytes: None,
+        shm_total_bytes: None,
+        advisories: Vec::new(),
     }
 }
 

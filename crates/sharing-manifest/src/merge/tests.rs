@@ -34,6 +34,9 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         default_active_thread_percentage: None,
         default_pinned_mem_limit: None,
         server_status: None,
+        shm_free_bytes: None,
+        shm_total_bytes: None,
+        advisories: Vec::new(),
     }
 }
 

@@ -9,6 +9,7 @@
 //! owner (`owner`) and the GPU's compute mode (`compute`); last, what the processes will be
 //! served with (`limits`: the server's state, the daemon's defaults against stated minimums).
 
+mod capacity;
 mod compute;
 mod daemon_identity;
 mod identity;
@@ -18,6 +19,7 @@ mod owner;
 mod pipe;
 mod request;
 mod scope;
+mod shm;
 
 use gpu_uuid::{GpuTableView, GpuUuid};
 
@@ -177,6 +179,9 @@ pub(crate) fn explicit(
         ),
         default_pinned_mem_limit: host.limits.pinned_mem_limit,
         server_status: host.limits.server_status,
+        shm_free_bytes: host.shm.free_bytes,
+        shm_total_bytes: host.shm.total_bytes,
+        advisories: served.advisories,
     };
     Ok((evidence, served.warnings))
 }
@@ -190,6 +195,7 @@ struct HostChecks {
     daemon_pid: Option<i64>,
     served: Served,
     limits: limits::LimitsEvidence,
+    shm: shm::ShmEvidence,
 }
 
 /// What the "served" families established: the facts, and what could not be verified.
@@ -198,8 +204,11 @@ struct Served {
     facts: ServedFacts,
     /// The codes of the unverified prerequisites, in order.
     unverified: Vec<Code>,
-    /// The same, as findings that say how to verify each (`doctor`'s warnings).
+    /// The same, as findings that say how to verify each (`doctor`'s warnings), and the
+    /// advisories.
     warnings: Vec<Finding>,
+    /// The codes of the advisories ([`Code::ADVISORY`]), in order.
+    advisories: Vec<Code>,
 }
 
 impl Served {
@@ -212,6 +221,13 @@ impl Served {
             self.unverified.push(finding.code);
             self.warnings.push(finding);
         }
+    }
+
+    /// Records an advisory ([`Code::ADVISORY`]): a warning, never a rejection, not even under
+    /// `--require-verified`.
+    fn advise(&mut self, finding: Finding) {
+        self.advisories.push(finding.code);
+        self.warnings.push(finding);
     }
 }
 
@@ -309,6 +325,11 @@ fn check_host(
         return host;
     }
     host.limits = limits::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
+    host.shm = shm::check(&context, &mut host.served, findings);
+    capacity::check(&context, &mut host.served);
     host
 }
 

@@ -207,6 +207,8 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         daemon_process: None,
         host_name: None,
         settings_query: None,
+        shm: None,
+        capacity: None,
         env,
     }
 }

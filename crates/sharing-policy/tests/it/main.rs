@@ -27,6 +27,7 @@ mod props;
 mod props_breakers;
 mod props_gen;
 mod props_served;
+mod props_shm;
 mod seed_order;
 mod settings;
 mod support;

@@ -442,5 +442,6 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     .chain(identity_breakers())
     .chain(served_breakers())
     .chain(settings_breakers())
+    .chain(crate::props_shm::shm_breakers())
     .collect()
 }

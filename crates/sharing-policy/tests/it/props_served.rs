@@ -12,7 +12,7 @@ use crate::{hosts, locks};
 /// Makes any healthy base a v2 host on which every "served" fact is proven: the caller
 /// (uid 1000) owns every listed server, a `/proc` scan found the daemon of this pipe
 /// directory (unscoped, not multi-user), and the GPU is in `Default` mode.
-fn make_served(f: &mut HostFacts) {
+pub(crate) fn make_served(f: &mut HostFacts) {
     SCHEMA.clone_into(&mut f.schema);
     f.caller = Some(CallerFacts {
         uid: 1000,
@@ -76,7 +76,7 @@ fn set_compute_mode(f: &mut HostFacts, mode: &str) {
 }
 
 /// The served daemon's environment, after [`make_served`].
-fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, OsText> {
+pub(crate) fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, OsText> {
     let search = f.daemon_process.as_mut().unwrap();
     search.processes[0].environ.as_mut().unwrap()
 }

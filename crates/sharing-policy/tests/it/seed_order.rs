@@ -51,6 +51,10 @@ fn key_phrase(code: Code) -> &'static str {
         Code::PinnedMemLimitUnverified => {
             "could not verify the daemon's default pinned-memory limit"
         }
+        Code::ShmNotShared => "is not the control daemon's",
+        Code::ShmUnverified => "/dev/shm",
+        Code::ShmBelowRequirement => "room in /dev/shm",
+        Code::DeviceMaxConnectionsHigh | Code::DaemonOpenFilesLow => "advises on GPU",
         other => panic!("no key phrase for {other}"),
     }
 }
@@ -127,6 +131,11 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "active-thread-percentage-below-requirement",
         "pinned-mem-below-requirement",
         "pinned-mem-limit-unverified",
+        "shm-not-shared",
+        "shm-unverified",
+        "shm-below-requirement",
+        "device-max-connections-high",
+        "daemon-open-files-low",
     ];
     let got: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(got, expected);

@@ -20,6 +20,7 @@ pub(crate) fn names_a_cuda_device(request: &Request) -> bool {
 /// is a CUDA device (learner `cpu`, no collector; [`crate::observes_host`] is false) nothing in
 /// the snapshot is looked at beyond the raw `CUDA_MPS_PIPE_DIRECTORY`. A snapshot of another schema is not interpreted at all.
 /// `ambient_server` is true exactly when the daemon answered live.
+#[expect(clippy::too_many_lines, reason = "one line per evidence key")]
 pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     let mut evidence = Evidence {
         configured: None,

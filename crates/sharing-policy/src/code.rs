@@ -358,16 +358,8 @@ impl Code {
             Self::ComputeModeUnverified => {
                 "A GPU in Prohibited or Exclusive_Thread mode cannot be shared through MPS; without the recorded compute mode that is not ruled out."
             }
-            Self::ServerFault
-            | Self::ServerStatusUnverified
-            | Self::ActiveThreadPercentageBelowRequirement
-            | Self::PinnedMemBelowRequirement
-            | Self::PinnedMemLimitUnverified => self.settings_why(),
-            Self::ShmNotShared
-            | Self::ShmUnverified
-            | Self::ShmBelowRequirement
-            | Self::DeviceMaxConnectionsHigh
-            | Self::DaemonOpenFilesLow => self.shared_why(),
+            // The settings codes (issue 20), then the /dev/shm and capacity codes.
+            _ => self.settings_why(),
         }
     }
 
@@ -398,9 +390,8 @@ impl Code {
             Self::PinnedMemLimitUnverified => {
                 "The daemon's default pinned-memory limit caps each client's device memory; without it the stated minimum is not proven."
             }
-            // Only the codes above are routed here (`reference_why`); every code's `why` is
-            // checked to be non-empty by the tests.
-            _ => "",
+            // The rest: every code's `why` is checked to be non-empty by the tests.
+            _ => self.shared_why(),
         }
     }
 }

@@ -76,14 +76,14 @@ pub struct CapacityFacts {
     pub daemon_limits_error: Option<String>,
 }
 
-/// The proven daemon's open-files soft limit from [`CapacityFacts::daemon_max_open_files`]:
-/// `Some(None)` for `unlimited`, `None` when the line does not read.
-pub(crate) fn open_files_soft(line: &str) -> Option<Option<u64>> {
+/// The proven daemon's open-files soft limit from [`CapacityFacts::daemon_max_open_files`]
+/// (`unlimited` is `u64::MAX`); `None` when the line does not read.
+pub(crate) fn open_files_soft(line: &str) -> Option<u64> {
     let soft = line.split_whitespace().next()?;
     if soft == "unlimited" {
-        return Some(None);
+        return Some(u64::MAX);
     }
-    soft.parse::<u64>().ok().map(Some)
+    soft.parse::<u64>().ok()
 }
 
 /// The most MPS clients one server takes per device on Volta and newer (NVIDIA's MPS
@@ -106,7 +106,10 @@ pub fn client_limit(mig: Option<(u32, u32)>) -> u32 {
 }
 
 /// Whether `listed` clients and the `coming` ones (the learner and the collector: 2) fit the
-/// per-device client limit of [`client_limit`]; `Err` carries the limit they exceed.
+/// per-device client limit of [`client_limit`].
+///
+/// # Errors
+/// The limit they exceed.
 pub fn clients_fit(listed: u32, coming: u32, mig: Option<(u32, u32)>) -> Result<(), u32> {
     let limit = client_limit(mig);
     if listed.saturating_add(coming) <= limit {
@@ -136,9 +139,9 @@ mod tests {
     fn open_files_soft_reads_the_limits_line() {
         assert_eq!(
             open_files_soft("1024                 524288               files"),
-            Some(Some(1024))
+            Some(1024)
         );
-        assert_eq!(open_files_soft("unlimited unlimited files"), Some(None));
+        assert_eq!(open_files_soft("unlimited unlimited files"), Some(u64::MAX));
         assert_eq!(open_files_soft("x"), None);
         assert_eq!(open_files_soft(""), None);
     }

@@ -40,7 +40,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served) {
         .daemon_max_open_files
         .as_deref()
         .and_then(open_files_soft);
-    if let Some(Some(limit)) = soft
+    if let Some(limit) = soft
         && limit < MIN_OPEN_FILES
     {
         let pid = capacity

@@ -7,7 +7,9 @@
 //! (`liveness`), then what "served" needs: the daemon's identity (`daemon_identity`), its GPU
 //! scope (`scope`), the servers'
 //! owner (`owner`) and the GPU's compute mode (`compute`); last, what the processes will be
-//! served with (`limits`: the server's state, the daemon's defaults against stated minimums).
+//! served with (`limits`: the server's state, the daemon's defaults against stated minimums);
+//! then whether the clients share the daemon's `/dev/shm` and it has room (`shm`), and the
+//! capacity advisories (`capacity`), which never reject.
 
 mod capacity;
 mod compute;

@@ -15,7 +15,7 @@ pub(super) struct ShmEvidence {
 }
 
 /// How to let the probe read the daemon's `/dev/shm`.
-const READ_DAEMON: &str = "run the probe as root in the control daemon's PID namespace (on Kubernetes, a pod with hostPID: true), where the daemon's lock proves its process and /proc/<daemon>/root is readable, and probe again (with --require-verified this is a rejection)";
+const READ_DAEMON: &str = "run the probe with access to the daemon's /proc/<pid>/root (as root, or as the daemon's user) in the control daemon's PID namespace (on Kubernetes, a pod with hostPID: true), where the daemon's lock proves its process and /proc/<daemon>/root is readable, and probe again (with --require-verified this is a rejection)";
 
 /// Same filesystem, then the room left.
 pub(super) fn check(

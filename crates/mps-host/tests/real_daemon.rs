@@ -410,11 +410,18 @@ fn as_nobody_the_scope_is_unverified() {
     let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
 
     let evidence = validate(&request, &facts).unwrap();
+    // Nor can nobody read the root daemon's /proc/<pid>/root: its /dev/shm is unverified.
     assert_eq!(
         evidence.unverified,
-        [Code::DaemonScopeUnverified],
+        [Code::DaemonScopeUnverified, Code::ShmUnverified],
         "{evidence:?}"
     );
+    let shm = facts.shm.as_ref().unwrap();
+    assert!(
+        shm.daemon.as_ref().unwrap().errors.contains_key("stat"),
+        "{shm:?}"
+    );
+    assert!(shm.caller.free_bytes.is_some(), "{shm:?}");
     assert_eq!(evidence.daemon_visible_devices, None);
     let rejection = validate(&strict(&request), &facts).unwrap_err();
     assert_eq!(rejection.code(), Code::DaemonScopeUnverified, "{rejection}");

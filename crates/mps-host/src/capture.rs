@@ -81,6 +81,10 @@ pub fn capture(options: &ProbeOptions) -> HostFacts {
     };
     let mut facts = capture_with(read_env(), &runner, options);
     facts.host_name = Some(read_host_name());
+    if let Some(capacity) = facts.capacity.as_mut() {
+        capacity.device_max_connections =
+            std::env::var_os(MAX_CONNECTIONS_VAR).map(|value| OsText::from_bytes(value.into_vec()));
+    }
     facts
 }
 
@@ -182,8 +186,15 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
                 .collect(),
         );
     }
+    // The daemon's /dev/shm and limits only when its lock proves which process it is.
+    let proven = sharing_policy::proven_daemon_pid(&facts);
+    facts.shm = Some(crate::shm::observe_shm(root, proven));
+    facts.capacity = Some(crate::shm::observe_capacity(root, proven, None));
     facts
 }
+
+/// The caller's variable that sets how many work queues each CUDA context opens.
+pub const MAX_CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
 
 /// A query on a thread of its own, or, when no thread can be had (a process limit,
 /// `RLIMIT_NPROC`: `std::thread::scope`'s `spawn` would panic), run on the joining thread

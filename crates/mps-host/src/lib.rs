@@ -10,11 +10,13 @@ mod passwd;
 mod procfs;
 mod retried;
 mod runner;
+mod shm;
 
 pub use attest::{AttestOptions, FIRST_BACKOFF, MAX_BACKOFF, observe_attest, observe_attest_with};
 pub use capture::{
-    DEFAULT_SCAN_LIMIT, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR, ProbeOptions, capture,
-    capture_with, daemon_query, gpu_query, read_env, read_host_name, run_gpu_query,
+    DEFAULT_SCAN_LIMIT, MAX_CONNECTIONS_VAR, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR,
+    ProbeOptions, capture, capture_with, daemon_query, gpu_query, read_env, read_host_name,
+    run_gpu_query,
 };
 pub use children::{StoppedQueries, forbid_queries, stop_all_queries};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
@@ -24,3 +26,4 @@ pub use passwd::{PASSWD_CAP, PASSWD_PATH, resolve_user, resolve_user_in};
 pub use procfs::{find_daemon, observe_caller, observe_client, observe_process};
 pub use retried::run_retried;
 pub use runner::{DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ProcessRunner, Query, Runner};
+pub use shm::{SHM_PATH, observe_capacity, observe_shm};

@@ -47,7 +47,7 @@ pub fn observe_caller() -> CallerFacts {
 
 /// Reads at most `cap` bytes of `root/<pid>/<name>`: the bytes, or the OS error (a file longer
 /// than the cap is an error, since a cut value would be read as another value).
-fn read_capped(
+pub(crate) fn read_capped(
     root: &Path,
     pid: impl std::fmt::Display,
     name: &str,

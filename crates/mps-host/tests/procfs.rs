@@ -290,6 +290,8 @@ fn served_capture_in_state(
         Some(&cmdline),
         Some(&[pipe_env.as_str(), mask_env.as_str(), log_env.as_str()]),
     );
+    // The daemon shares this test's root: its /dev/shm is this process's.
+    std::os::unix::fs::symlink("/", proc.join("2718").join("root")).unwrap();
     fake_process(
         &proc,
         4428,

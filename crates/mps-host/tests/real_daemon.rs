@@ -433,14 +433,25 @@ fn as_nobody_the_scope_is_unverified() {
 
     let evidence = validate(&request, &facts).unwrap();
     // Root's daemon's environment is unreadable to nobody: neither its scope nor its log
-    // directory (so its log) can be verified.
+    // directory (so its log) can be verified; nor can nobody read the root daemon's
+    // /proc/<pid>/root, so its /dev/shm is unverified too.
     assert_eq!(
         evidence.unverified,
-        [Code::DaemonScopeUnverified, Code::DaemonLogUnverified],
+        [
+            Code::DaemonScopeUnverified,
+            Code::DaemonLogUnverified,
+            Code::ShmUnverified
+        ],
         "{evidence:?}"
     );
     let log = facts.daemon_log.as_ref().unwrap();
     assert!(log.directory.is_none(), "{log:?}");
+    let shm = facts.shm.as_ref().unwrap();
+    assert!(
+        shm.daemon.as_ref().unwrap().errors.contains_key("stat"),
+        "{shm:?}"
+    );
+    assert!(shm.caller.free_bytes.is_some(), "{shm:?}");
     assert_eq!(evidence.daemon_visible_devices, None);
     let rejection = validate(&strict(&request), &facts).unwrap_err();
     assert_eq!(rejection.code(), Code::DaemonScopeUnverified, "{rejection}");

@@ -47,6 +47,8 @@ pub struct Spec {
     /// `as_user=` as text (a UID, or a user name in /etc/passwd), as the CLI's `--as-user`
     /// reads it; `None` judges for the calling process.
     pub as_user: Option<String>,
+    /// `min_shm=` as text (`"512M"`, `"2G"`), as the CLI's `--min-shm`.
+    pub min_shm: Option<String>,
 }
 
 impl Spec {
@@ -73,6 +75,7 @@ impl Spec {
             min_active_thread_percentage: None,
             min_pinned_mem: None,
             as_user: None,
+            min_shm: None,
         }
     }
 
@@ -108,6 +111,15 @@ impl Spec {
                 })
             })
             .transpose()?;
+        let shm = self
+            .min_shm
+            .as_deref()
+            .map(|text| {
+                MemSize::parse_arg(text).ok_or_else(|| {
+                    format!("min_shm must be digits then M or G (512M, 2G), got {text:?}")
+                })
+            })
+            .transpose()?;
         let as_user = self
             .as_user
             .as_deref()
@@ -122,6 +134,7 @@ impl Spec {
             min_active_thread_percentage: percentage,
             min_pinned_mem: pinned,
             as_user,
+            min_shm: shm,
             ..Request::new(
                 mode,
                 &self.learner_device,

@@ -278,6 +278,27 @@ def test_stated_minimums_are_the_cli_flags(host: FakeHost) -> None:
         mps_preflight.check(low, **MPS, min_active_thread_percentage=True)
 
 
+def test_min_shm_is_the_cli_flag_and_advisories_never_reject(host: FakeHost) -> None:
+    """``min_shm=`` is ``--min-shm``; a /dev/shm not the daemon's is rejected as the CLI does;
+    the capacity advisories are listed, never rejections, even with ``require_verified``."""
+    shared = FIXTURES / "v3-shm-shared-low-open-files.json"
+    evidence = mps_preflight.check(shared, **MPS, min_shm="1G", require_verified=True)
+    assert evidence.shm_free_bytes == 1 << 30
+    assert evidence.advisories == ["device-max-connections-high", "daemon-open-files-low"]
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(shared, **MPS, min_shm="2G")
+    assert caught.value.code == "shm-below-requirement"
+    run = host.cli("check", "--snapshot", str(shared), *MPS_FLAGS, "--min-shm", "2G")
+    assert str(caught.value) == run.error()
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(FIXTURES / "v3-shm-not-shared.json", **MPS)
+    assert caught.value.code == "shm-not-shared"
+    with pytest.raises(ValueError, match="min_shm"):
+        mps_preflight.check(shared, **MPS, min_shm="2GB")
+    with pytest.raises(TypeError, match="min_shm"):
+        mps_preflight.check(shared, **MPS, min_shm=2)
+
+
 def test_as_user_judges_for_that_user_as_the_cli_does(host: FakeHost) -> None:
     """``as_user=`` is ``--as-user``: the server of uid 1001 is that user's own, another
     user's for the probing uid 1000; the evidence records whom it was judged for."""

@@ -154,6 +154,18 @@ checking a job, pass the job's user: SLURM_JOB_UID). A UID as digits, or a name 
 /etc/passwd (an unknown name is a usage error). The evidence's judged_for_uid records it")
     )]
     pub(crate) as_user: Option<u32>,
+
+    #[arg(
+        long,
+        value_name = "SIZE",
+        value_parser = parse_mem_size,
+        help = "Reject a /dev/shm with less than SIZE free (e.g. 512M, 2G)",
+        long_help = paragraphs("\
+Reject when this process's /dev/shm (which clients and their MPS server share) has less than
+SIZE free (statvfs: blocks available to unprivileged users): digits then M (MiB) or G (GiB).
+Free space that cannot be read is unverified")
+    )]
+    pub(crate) min_shm: Option<sharing_policy::MemSize>,
 }
 
 impl RequestArgs {
@@ -178,6 +190,7 @@ impl RequestArgs {
             min_active_thread_percentage: self.min_active_thread_percentage,
             min_pinned_mem: self.min_pinned_mem,
             as_user: self.as_user,
+            min_shm: self.min_shm,
         }
     }
 }

@@ -28,8 +28,9 @@ pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERS
 /// The evidence keys, in the order they are written: the seed's `to_dict` order, then
 /// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`, then
 /// what the processes will be served with (issue 20: the daemon's default active-thread
-/// percentage and pinned-memory limit, the server's state).
-pub const EVIDENCE_KEYS: [&str; 34] = [
+/// percentage and pinned-memory limit, the server's state), then the room of `/dev/shm` and
+/// the advisories.
+pub const EVIDENCE_KEYS: [&str; 37] = [
     "configured",
     "effective",
     "validated",
@@ -64,9 +65,12 @@ pub const EVIDENCE_KEYS: [&str; 34] = [
     "server_client_pids",
     "server_active_thread_percentage",
     "server_pinned_mem_limit",
+    "shm_free_bytes",
+    "shm_total_bytes",
+    "advisories",
 ];
 
-/// The evidence as a JSON object: the 34 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 37 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -84,6 +88,7 @@ pub const EVIDENCE_KEYS: [&str; 34] = [
 ///     daemon_log: None, last_server_ready: None,
 ///     server_clients: None, server_client_pids: None, server_active_thread_percentage: None,
 ///     server_pinned_mem_limit: None,
+///     shm_free_bytes: None, shm_total_bytes: None, advisories: vec![],
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -128,6 +133,9 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         server_client_pids,
         server_active_thread_percentage,
         server_pinned_mem_limit,
+        shm_free_bytes,
+        shm_total_bytes,
+        advisories,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -169,6 +177,12 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         }),
         server_active_thread_percentage.map_or(Value::Null, |p| Value::from(p.as_f64())),
         text(server_pinned_mem_limit.as_deref()),
+        shm_free_bytes.map_or(Value::Null, Value::from),
+        shm_total_bytes.map_or(Value::Null, Value::from),
+        advisories
+            .iter()
+            .map(|code| Value::from(code.as_str()))
+            .collect(),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -283,6 +297,9 @@ mod tests {
             server_client_pids: Some(vec![9000]),
             server_active_thread_percentage: sharing_policy::Percentage::from_tenths(250),
             server_pinned_mem_limit: Some("8G".to_owned()),
+            shm_free_bytes: Some(1 << 30),
+            shm_total_bytes: Some(2 << 30),
+            advisories: vec![sharing_policy::Code::DaemonOpenFilesLow],
         }
     }
 
@@ -353,6 +370,9 @@ mod tests {
             server_client_pids: None,
             server_active_thread_percentage: None,
             server_pinned_mem_limit: None,
+            shm_free_bytes: None,
+            shm_total_bytes: None,
+            advisories: vec![],
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

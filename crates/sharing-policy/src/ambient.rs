@@ -60,6 +60,9 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         server_client_pids: None,
         server_active_thread_percentage: None,
         server_pinned_mem_limit: None,
+        shm_free_bytes: None,
+        shm_total_bytes: None,
+        advisories: Vec::new(),
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

@@ -15,8 +15,9 @@ use crate::Code;
 #[serde(rename_all = "kebab-case")]
 pub enum CodeClass {
     /// About what was asked (the mode, the devices, the backend, the rank, the pipe
-    /// directory's spelling, the snapshot's schema): fixing it means changing the request or
-    /// the settings that made it, not the node.
+    /// directory's spelling, the snapshot's schema, the job's own environment and container:
+    /// its `CUDA_DEVICE_MAX_CONNECTIONS`, a private `/dev/shm`): fixing it means changing the
+    /// request or the settings that made it, not the node.
     Setting,
     /// About the node: its daemon, GPUs, control pipe, scope, compute mode, or what could not
     /// be verified on it. Another job on the same node would meet it too.
@@ -59,7 +60,9 @@ impl Code {
             | Self::NotCudaDevice
             | Self::InvalidCudaDevice
             | Self::NonUtf8PipeDirectory
-            | Self::ControlPathTooLong => CodeClass::Setting,
+            | Self::ControlPathTooLong
+            | Self::ShmNotShared
+            | Self::DeviceMaxConnectionsHigh => CodeClass::Setting,
             Self::ServerOfAnotherUser
             | Self::ServerFault
             | Self::ServerFatalErrorLogged
@@ -101,7 +104,10 @@ impl Code {
             | Self::DaemonLogServerFailedToStart
             | Self::StaleServerClient
             | Self::ServerClientsUnverified
-            | Self::ServerLimitsUnverified => CodeClass::NodeFault,
+            | Self::ServerLimitsUnverified
+            | Self::ShmUnverified
+            | Self::ShmBelowRequirement
+            | Self::DaemonOpenFilesLow => CodeClass::NodeFault,
         }
     }
 }

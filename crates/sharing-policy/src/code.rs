@@ -142,11 +142,26 @@ pub enum Code {
     DaemonLogClientPidZero,
     /// Advisory: the log shows a server that failed to start.
     DaemonLogServerFailedToStart,
+    /// The probing process's `/dev/shm` is another filesystem than the control daemon's (and
+    /// so its servers'): a container's own `/dev/shm`.
+    ShmNotShared,
+    /// Whether the probing process shares the daemon's `/dev/shm`, or how much room it has
+    /// when a minimum is stated, could not be read. Unverified: a rejection only with
+    /// `--require-verified`.
+    ShmUnverified,
+    /// The free space of `/dev/shm` is below the request's minimum (`--min-shm`).
+    ShmBelowRequirement,
+    /// The caller's `CUDA_DEVICE_MAX_CONNECTIONS` is above 2. An advisory: never a rejection,
+    /// not even with `--require-verified` ([`Code::ADVISORY`]).
+    DeviceMaxConnectionsHigh,
+    /// The control daemon's open-files soft limit is below 16384. An advisory: never a
+    /// rejection, not even with `--require-verified` ([`Code::ADVISORY`]).
+    DaemonOpenFilesLow,
 }
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 51] = [
+    pub const ALL: [Self; 56] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -198,22 +213,29 @@ impl Code {
         Self::DaemonLogPendingClient,
         Self::DaemonLogClientPidZero,
         Self::DaemonLogServerFailedToStart,
+        Self::ShmNotShared,
+        Self::ShmUnverified,
+        Self::ShmBelowRequirement,
+        Self::DeviceMaxConnectionsHigh,
+        Self::DaemonOpenFilesLow,
     ];
 
-    /// The advisory codes: warnings (`doctor`, the verdict's warnings) that report a fact the
-    /// job may want to know (another job shares the server) or that explains a later failure,
-    /// never a rejection (not even with `--require-verified`, and never listed in the
-    /// evidence's `unverified` key).
-    pub const ADVISORY: [Self; 4] = [
+    /// The advisory codes: warnings (`doctor`, the verdict's warnings, the evidence's
+    /// `advisories` key) that report a fact the job may want to know (another job shares the
+    /// server, a capacity setting) or that explains a later failure; never a rejection, not
+    /// even with `--require-verified`, and never in the evidence's `unverified` key.
+    pub const ADVISORY: [Self; 6] = [
         Self::ServerHasClients,
         Self::DaemonLogPendingClient,
         Self::DaemonLogClientPidZero,
         Self::DaemonLogServerFailedToStart,
+        Self::DeviceMaxConnectionsHigh,
+        Self::DaemonOpenFilesLow,
     ];
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 12] = [
+    pub const UNVERIFIABLE: [Self; 13] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
@@ -226,6 +248,7 @@ impl Code {
         Self::PinnedMemLimitUnverified,
         Self::ServerLimitsUnverified,
         Self::DaemonLogUnverified,
+        Self::ShmUnverified,
     ];
 
     /// The stable kebab-case name.
@@ -284,6 +307,11 @@ impl Code {
             Self::DaemonLogPendingClient => "daemon-log-pending-client",
             Self::DaemonLogClientPidZero => "daemon-log-client-pid-zero",
             Self::DaemonLogServerFailedToStart => "daemon-log-server-failed-to-start",
+            Self::ShmNotShared => "shm-not-shared",
+            Self::ShmUnverified => "shm-unverified",
+            Self::ShmBelowRequirement => "shm-below-requirement",
+            Self::DeviceMaxConnectionsHigh => "device-max-connections-high",
+            Self::DaemonOpenFilesLow => "daemon-open-files-low",
         }
     }
 
@@ -513,8 +541,32 @@ impl Code {
             Self::ServerLimitsUnverified => {
                 "A running server applies the active-thread percentage and pinned-memory limit it started with, not the daemon's defaults; without its own values the stated minimum is not proven."
             }
-            // Only the codes above are routed here (`reference_why`); every code's `why` is
-            // checked to be non-empty by the tests.
+            // The rest: every code's `why` is checked to be non-empty by the tests.
+            _ => self.shared_why(),
+        }
+    }
+}
+
+impl Code {
+    /// [`Code::why`] of what the clients share with the server beyond the control pipe
+    /// (`/dev/shm`) and of the capacity advisories.
+    fn shared_why(self) -> &'static str {
+        match self {
+            Self::ShmNotShared => {
+                "A client and its MPS server exchange memory through /dev/shm; a client whose /dev/shm is not the server's fails at CUDA init (error 805, a segfault in cudaSetDevice, or SIGBUS)."
+            }
+            Self::ShmUnverified => {
+                "Only the daemon's /proc/<pid>/root shows which /dev/shm its servers use, and only statvfs shows the room left; without them a client that fails at CUDA init is not ruled out."
+            }
+            Self::ShmBelowRequirement => {
+                "Each client maps shared memory in /dev/shm; a full or small /dev/shm kills clients with SIGBUS or fails their CUDA init."
+            }
+            Self::DeviceMaxConnectionsHigh => {
+                "Under MPS each client's CUDA_DEVICE_MAX_CONNECTIONS work queues come out of the server's shared pool; above 2 fewer clients fit (NVIDIA recommends 2 or fewer)."
+            }
+            Self::DaemonOpenFilesLow => {
+                "The daemon and its servers hold file descriptors per client; NVIDIA recommends an open-files limit of at least 16384 for the control daemon."
+            }
             _ => "",
         }
     }

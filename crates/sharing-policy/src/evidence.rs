@@ -120,4 +120,16 @@ pub struct Evidence {
     /// none is set, or it was not read.
     #[serde(default)]
     pub server_pinned_mem_limit: Option<String>,
+    /// The free bytes of the probing process's `/dev/shm` (`statvfs`: `f_bavail * f_frsize`);
+    /// null when not read.
+    #[serde(default)]
+    pub shm_free_bytes: Option<u64>,
+    /// The size in bytes of the probing process's `/dev/shm` (`f_blocks * f_frsize`); null
+    /// when not read.
+    #[serde(default)]
+    pub shm_total_bytes: Option<u64>,
+    /// The advisories found ([`Code::ADVISORY`]): what lowers capacity without stopping a
+    /// client; never a rejection, not even with `--require-verified`. Empty when none.
+    #[serde(default)]
+    pub advisories: Vec<Code>,
 }

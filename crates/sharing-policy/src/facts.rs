@@ -10,8 +10,9 @@ use crate::{CallerFacts, DaemonSearch, OsText, ProcessFacts};
 
 /// The snapshot schema this crate writes: v4 adds what says whether the clients will run:
 /// the daemon's own log ([`HostFacts::daemon_log`]), the clients the listed servers name
-/// ([`HostFacts::listed_clients`]) and an older driver's rejected GPU query
-/// ([`HostFacts::gpu_query_rejected`]), and the GPU query's health columns.
+/// ([`HostFacts::listed_clients`]), an older driver's rejected GPU query
+/// ([`HostFacts::gpu_query_rejected`]), `/dev/shm` ([`HostFacts::shm`]) and the capacity
+/// settings ([`HostFacts::capacity`]), and the GPU query's health columns.
 pub const SCHEMA: &str = "mps-preflight/host-facts/v4";
 
 /// The third snapshot schema, still read: v3 added the settings session
@@ -30,7 +31,13 @@ pub const SCHEMAS_READ: [&str; 4] = [SCHEMA, SCHEMA_V3, SCHEMA_V2, SCHEMA_V1];
 
 /// The top-level fields that only [`SCHEMA`] (v4) defines; an older snapshot that carries
 /// one is refused ([`schema_field_error`]).
-pub const V4_ONLY_FIELDS: [&str; 3] = ["daemon_log", "listed_clients", "gpu_query_rejected"];
+pub const V4_ONLY_FIELDS: [&str; 5] = [
+    "daemon_log",
+    "listed_clients",
+    "gpu_query_rejected",
+    "shm",
+    "capacity",
+];
 
 /// The top-level fields that v3 ([`SCHEMA_V3`]) added; a v1 or v2 snapshot that carries one is
 /// refused ([`schema_field_error`]).
@@ -173,6 +180,13 @@ pub struct HostFacts {
     /// means its server must be restarted. Absent when no server was listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listed_clients: Option<Vec<crate::ClientFacts>>,
+    /// The caller's and the proven daemon's `/dev/shm` (same filesystem, room).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm: Option<crate::ShmFacts>,
+    /// The capacity settings: the caller's `CUDA_DEVICE_MAX_CONNECTIONS`, the daemon's
+    /// open-files limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::CapacityFacts>,
 }
 
 impl HostFacts {
@@ -197,6 +211,8 @@ impl HostFacts {
             settings_query: None,
             daemon_log: None,
             listed_clients: None,
+            shm: None,
+            capacity: None,
         }
     }
 }

@@ -15,6 +15,7 @@ mod evidence;
 mod facts;
 mod finding;
 mod gpu;
+mod host_extra;
 mod limits;
 mod lock;
 mod log_facts;
@@ -58,6 +59,9 @@ pub use gpu::{
     REFERENCE_GPU_QUERY_ARGS, field_rejected, host_gpu_table, index_order_trusted,
     needs_gpu_models, reference_gpu_table,
 };
+pub use host_extra::{
+    CapacityFacts, MAX_CLIENTS_PER_DEVICE, ShmFacts, ShmView, client_limit, clients_fit,
+};
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
@@ -67,7 +71,7 @@ pub use process::{
     DaemonLockFacts, DaemonSearch, DaemonSearchMethod, LockFileFacts, ProcessFacts,
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
-pub use served::{listed_server_pids, pid_file_daemon_pid};
+pub use served::{listed_server_pids, pid_file_daemon_pid, proven_daemon_pid};
 pub use session::{MAX_LISTED_CLIENTS, listed_client_pids, settings_answers, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};

@@ -46,6 +46,10 @@ pub struct Request {
     /// that the job user's own live server is not "another user's".
     #[serde(default)]
     pub as_user: Option<u32>,
+    /// The least free space the probing process's `/dev/shm` must have (`--min-shm`);
+    /// `None` states no minimum.
+    #[serde(default)]
+    pub min_shm: Option<MemSize>,
 }
 
 impl Request {
@@ -70,6 +74,7 @@ impl Request {
             min_active_thread_percentage: None,
             min_pinned_mem: None,
             as_user: None,
+            min_shm: None,
         }
     }
 

@@ -75,6 +75,21 @@ pub fn pid_file_daemon_pid(pid_file: &PidFileFacts) -> Option<i64> {
     daemon::daemon_pid(Some(pid_file))
 }
 
+/// The PID of the control daemon the lock proves ([`DaemonProcess::Found`] with a lock
+/// observed), for `mps-host` to read that process's `/dev/shm` and limits; `None` when no
+/// daemon is proven by its lock (a pid file or a scan proves nothing here).
+pub fn proven_daemon_pid(facts: &HostFacts) -> Option<i64> {
+    let locked = facts
+        .daemon_process
+        .as_ref()
+        .is_some_and(|search| search.lock.is_some());
+    let directory = facts.env.effective_pipe_directory();
+    match (locked, identify(facts, directory.as_bytes())) {
+        (true, DaemonProcess::Found(process)) => Some(process.pid),
+        _ => None,
+    }
+}
+
 /// The daemon PID the evidence may take from the pid file alone: none once the lock was
 /// observed (then only the process the lock proves is the daemon, and [`served_facts`] names
 /// it), the pid file's live control daemon in a snapshot recorded before that.

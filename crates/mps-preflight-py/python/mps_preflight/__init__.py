@@ -179,6 +179,12 @@ class Evidence:
         def server_active_thread_percentage(self) -> float | None: ...
         @property
         def server_pinned_mem_limit(self) -> str | None: ...
+        @property
+        def shm_free_bytes(self) -> int | None: ...
+        @property
+        def shm_total_bytes(self) -> int | None: ...
+        @property
+        def advisories(self) -> list[str]: ...
 
     else:
         # At runtime every key of the Rust evidence is an attribute, a key a later version
@@ -292,6 +298,7 @@ def _spec(
     min_pinned_mem: str | None = None,
     cuda_device_uuids: dict[int, str] | None = None,
     as_user: int | str | None = None,
+    min_shm: str | None = None,
 ) -> dict[str, Any]:
     if learner_device is None:
         raise TypeError("missing required argument 'learner_device'")
@@ -305,6 +312,8 @@ def _spec(
         )
     if not isinstance(min_pinned_mem, (str, type(None))):
         raise TypeError(f"min_pinned_mem must be a str like '10G', got {min_pinned_mem!r}")
+    if not isinstance(min_shm, (str, type(None))):
+        raise TypeError(f"min_shm must be a str like '2G', got {min_shm!r}")
     if isinstance(as_user, bool) or not isinstance(as_user, (int, str, type(None))):
         raise TypeError(f"as_user must be a UID (int) or a user name (str), got {as_user!r}")
     if isinstance(as_user, int) and as_user < 0:
@@ -330,6 +339,8 @@ def _spec(
         # Text, read by the same resolver as the CLI's --as-user (an unknown name raises
         # ValueError).
         "as_user": None if as_user is None else str(as_user),
+        # Text, read by the same parser as the CLI's --min-shm.
+        "min_shm": min_shm,
     }
 
 
@@ -371,6 +382,7 @@ def probe(
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
     as_user: int | str | None = None,
+    min_shm: str | None = None,
 ) -> Evidence:
     """Observe this host and validate the request, as ``mps-preflight probe``.
 
@@ -383,7 +395,7 @@ def probe(
     ``"10G"``) are the CLI's ``--min-active-thread-percentage`` and ``--min-pinned-mem``.
     ``as_user`` (a UID, or a user name in ``/etc/passwd``) judges the request for that user, as
     ``--as-user``: a server of that user is the job's own; the evidence's ``judged_for_uid``
-    records it.
+    records it. ``min_shm`` (``"2G"``) is ``--min-shm``: the least free space of ``/dev/shm``.
 
     Raises:
         Rejected: the first unmet prerequisite of an explicit request (never for a null one).
@@ -396,6 +408,7 @@ def probe(
         min_active_thread_percentage=min_active_thread_percentage,
         min_pinned_mem=min_pinned_mem,
         as_user=as_user,
+        min_shm=min_shm,
     )
     return Evidence(_unwrap(_native.probe(spec)))
 
@@ -415,6 +428,7 @@ def check(
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
     as_user: int | str | None = None,
+    min_shm: str | None = None,
 ) -> Evidence:
     """Validate the request against a snapshot alone, as ``mps-preflight check``.
 
@@ -432,6 +446,7 @@ def check(
         min_active_thread_percentage=min_active_thread_percentage,
         min_pinned_mem=min_pinned_mem,
         as_user=as_user,
+        min_shm=min_shm,
     )
     return Evidence(_unwrap(_native.check(spec, **_snapshot_source(snapshot))))
 
@@ -451,6 +466,7 @@ def doctor(
     min_active_thread_percentage: float | str | None = None,
     min_pinned_mem: str | None = None,
     as_user: int | str | None = None,
+    min_shm: str | None = None,
 ) -> list[Finding]:
     """Every unmet prerequisite at once, as ``mps-preflight doctor``: on this host, or on
     ``snapshot``. Empty exactly when :func:`probe` (or :func:`check`) would validate.
@@ -464,6 +480,7 @@ def doctor(
         min_active_thread_percentage=min_active_thread_percentage,
         min_pinned_mem=min_pinned_mem,
         as_user=as_user,
+        min_shm=min_shm,
     )
     source = {} if snapshot is None else _snapshot_source(snapshot)
     answer = _native.doctor(spec, path=source.get("path"), text=source.get("text"))

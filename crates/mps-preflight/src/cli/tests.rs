@@ -116,6 +116,7 @@ fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
         min_active_thread_percentage: None,
         min_pinned_mem: None,
         as_user: None,
+        min_shm: None,
     };
     for null in ["null", "NULL", "Null", " null "] {
         assert_eq!(args(null).to_request().mode, None, "{null:?}");

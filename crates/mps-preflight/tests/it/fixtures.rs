@@ -85,9 +85,15 @@ fn check_and_doctor_on_every_fixture() {
                 codes.join(", "),
                 warnings.join(", ")
             );
-            // Every unverified prerequisite of validated evidence is a doctor warning.
+            // Every unverified prerequisite of validated evidence, then every advisory, is a
+            // doctor warning.
             if let Some(unverified) = report["evidence"]["unverified"].as_array() {
-                let listed: Vec<&str> = unverified.iter().map(|c| c.as_str().unwrap()).collect();
+                let advisories = report["evidence"]["advisories"].as_array();
+                let listed: Vec<&str> = unverified
+                    .iter()
+                    .chain(advisories.into_iter().flatten())
+                    .map(|c| c.as_str().unwrap())
+                    .collect();
                 assert_eq!(listed, warnings, "{name}");
             }
         }

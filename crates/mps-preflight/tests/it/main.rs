@@ -31,6 +31,7 @@ mod nproc;
 mod prom;
 mod requirements;
 mod schemas;
+mod shm;
 mod signals;
 mod stdin;
 mod suggestions;

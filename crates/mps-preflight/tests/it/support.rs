@@ -534,7 +534,7 @@ int main(int argc, char **argv) {\n\
 }\n";
 
 /// Compiles [`LOCK_HOLDER_C`] to `program` with the system's C compiler.
-fn compile_lock_holder(program: &Path) {
+pub(crate) fn compile_lock_holder(program: &Path) {
     let source = program.with_extension("c");
     fs::write(&source, LOCK_HOLDER_C).expect("write the lock holder's source");
     let status = Command::new("cc")

@@ -44,6 +44,9 @@ fn evidence() -> Evidence {
         server_client_pids: None,
         server_active_thread_percentage: None,
         server_pinned_mem_limit: None,
+        shm_free_bytes: None,
+        shm_total_bytes: None,
+        advisories: Vec::new(),
     }
 }
 

@@ -88,7 +88,7 @@ pub(super) fn check(
         }
     }
     if !live.is_empty() {
-        served.warnings.push(has_clients(context, &live));
+        served.advise(has_clients(context, &live));
     }
     read_all.then(|| live.into_iter().map(|(_, client)| client.get()).collect())
 }

@@ -8,10 +8,12 @@
 //! scope (`scope`), the servers'
 //! owner (`owner`), the GPU's health (`health`), its compute mode (`compute`) and persistence
 //! mode (`health`); last, what the processes will be served with (`limits`: the server's
-//! state, the daemon's defaults against stated minimums), and what the daemon's own log says
-//! of its servers (`log`).
+//! state, the daemon's defaults against stated minimums), what the daemon's own log says of
+//! its servers (`log`), whether the clients share the daemon's `/dev/shm` and it has room
+//! (`shm`), and the capacity advisories (`capacity`), which never reject.
 
 mod answers;
+mod capacity;
 mod clients;
 mod compute;
 mod daemon_identity;
@@ -25,6 +27,7 @@ mod pipe;
 mod request;
 mod scope;
 mod server_limits;
+mod shm;
 
 use gpu_uuid::{GpuTableView, GpuUuid};
 
@@ -190,6 +193,9 @@ pub(crate) fn explicit(
         server_client_pids: host.limits.client_pids,
         server_active_thread_percentage: host.limits.server_percentage,
         server_pinned_mem_limit: host.limits.server_pinned_mem_limit,
+        shm_free_bytes: host.shm.free_bytes,
+        shm_total_bytes: host.shm.total_bytes,
+        advisories: served.advisories,
     };
     Ok((evidence, served.warnings))
 }
@@ -204,6 +210,7 @@ struct HostChecks {
     served: Served,
     limits: limits::LimitsEvidence,
     log: log::LogEvidence,
+    shm: shm::ShmEvidence,
 }
 
 /// What the "served" families established: the facts, and what could not be verified.
@@ -212,8 +219,11 @@ struct Served {
     facts: ServedFacts,
     /// The codes of the unverified prerequisites, in order.
     unverified: Vec<Code>,
-    /// The same, as findings that say how to verify each (`doctor`'s warnings).
+    /// The same, as findings that say how to verify each (`doctor`'s warnings), and the
+    /// advisories.
     warnings: Vec<Finding>,
+    /// The codes of the advisories ([`Code::ADVISORY`]), in order.
+    advisories: Vec<Code>,
 }
 
 impl Served {
@@ -228,9 +238,16 @@ impl Served {
         }
     }
 
-    /// Records an advisory warning ([`Code::ADVISORY`]): what may explain a later failure.
-    /// Never a rejection, not even under `--require-verified`, and not listed as unverified.
+    /// Records an advisory warning ([`Code::ADVISORY`]) read from the daemon's log: what may
+    /// explain a later failure.
     fn note(&mut self, finding: Finding) {
+        self.advise(finding);
+    }
+
+    /// Records an advisory ([`Code::ADVISORY`]): a warning and an entry of the evidence's
+    /// `advisories`, never a rejection, not even under `--require-verified`.
+    fn advise(&mut self, finding: Finding) {
+        self.advisories.push(finding.code);
         self.warnings.push(finding);
     }
 }
@@ -341,6 +358,8 @@ fn check_host(
         return host;
     }
     host.log = log::check(&context, &mut host.served, findings);
+    host.shm = shm::check(&context, &mut host.served, findings);
+    capacity::check(&context, &mut host.served);
     host
 }
 

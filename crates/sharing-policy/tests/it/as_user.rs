@@ -96,6 +96,9 @@ fn the_setting_codes_are_the_requests() {
         "invalid-cuda-device",
         "non-utf8-pipe-directory",
         "control-path-too-long",
+        // The job's own environment and container.
+        "shm-not-shared",
+        "device-max-connections-high",
     ]);
     assert_eq!(settings, expected);
 }

@@ -210,6 +210,8 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         settings_query: None,
         daemon_log: None,
         listed_clients: None,
+        shm: None,
+        capacity: None,
         env,
     }
 }

@@ -331,7 +331,8 @@ fn a_request_that_observes_the_host_sees_more_than_the_environment() {
 #[test]
 fn every_code_has_a_breaker() {
     let covered: Vec<Code> = breakers().iter().map(|b| b.code).collect();
-    // An advisory code is a warning, never a rejection: no breaker can produce it.
+    // An advisory never rejects; `props_shm::advisories_are_warnings_never_rejections`
+    // breaks one fact for each instead.
     for code in Code::ALL
         .into_iter()
         .filter(|c| !Code::ADVISORY.contains(c))

@@ -447,5 +447,6 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     .chain(settings_breakers())
     .chain(crate::daemon_log::log_breakers())
     .chain(crate::props_clients::client_breakers())
+    .chain(crate::props_shm::shm_breakers())
     .collect()
 }

@@ -118,7 +118,7 @@ pub(crate) fn set_health(f: &mut HostFacts, health: &str) {
 }
 
 /// The served daemon's environment, after [`make_served`].
-fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, OsText> {
+pub(crate) fn daemon_environ(f: &mut HostFacts) -> &mut std::collections::BTreeMap<String, OsText> {
     let search = f.daemon_process.as_mut().unwrap();
     search.processes[0].environ.as_mut().unwrap()
 }

@@ -63,6 +63,10 @@ fn key_phrase(code: Code) -> &'static str {
         Code::StaleServerClient => "left in an undefined state",
         Code::ServerClientsUnverified => "could not verify the clients of MPS server",
         Code::ServerLimitsUnverified => "the running MPS server applies",
+        Code::ShmNotShared => "is not the control daemon's",
+        Code::ShmUnverified => "/dev/shm",
+        Code::ShmBelowRequirement => "room in /dev/shm",
+        Code::DeviceMaxConnectionsHigh | Code::DaemonOpenFilesLow => "advises on GPU",
         other => panic!("no key phrase for {other}"),
     }
 }
@@ -152,6 +156,11 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "daemon-log-pending-client",
         "daemon-log-client-pid-zero",
         "daemon-log-server-failed-to-start",
+        "shm-not-shared",
+        "shm-unverified",
+        "shm-below-requirement",
+        "device-max-connections-high",
+        "daemon-open-files-low",
     ];
     let got: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(got, expected);

@@ -71,7 +71,7 @@ mod tests {
     #[test]
     fn compat_messages_name_compat_s_parameters_only() {
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts");
-        let allowed = ["--query-gpu", "--format"];
+        let allowed = ["--query-gpu", "--format", "--ipc=host"];
         for entry in std::fs::read_dir(folder).unwrap() {
             let path = entry.unwrap().path();
             let Ok(facts) = load(Source::Path(&path)) else {

@@ -164,7 +164,8 @@ mod tests {
                 "daemon-scope-unverified",
                 "server-owner-unverified",
                 "compute-mode-unverified",
-                "server-status-unverified"
+                "server-status-unverified",
+                "server-clients-unverified"
             ]
         );
     }

@@ -1,6 +1,6 @@
 //! The control daemon's own log (`<log directory>/control.log`, and `server.log` when
 //! present): where `mps-host` reads it ([`daemon_log_directory`]), the raw record it keeps
-//! ([`DaemonLogFacts`]), and what its lines say ([`read_log`]). Every line starts
+//! ([`crate::DaemonLogFacts`]), and what its lines say ([`read_log`]). Every line starts
 //! `[YYYY-MM-DD HH:MM:SS.mmm <Kind> <pid>] ` and the kind word varies (`Control`, `Server`,
 //! `Other`, `Legacy Server`), so a line is read by the text after its first `] `
 //! (docs/mps-daemon.md, "The daemon's log").

@@ -75,7 +75,7 @@ pub fn pid_file_daemon_pid(pid_file: &PidFileFacts) -> Option<i64> {
     daemon::daemon_pid(Some(pid_file))
 }
 
-/// The PID of the control daemon the lock proves ([`DaemonProcess::Found`] with a lock
+/// The PID of the control daemon the lock proves (the identified daemon, with a lock
 /// observed), for `mps-host` to read that process's `/dev/shm` and limits; `None` when no
 /// daemon is proven by its lock (a pid file or a scan proves nothing here).
 pub fn proven_daemon_pid(facts: &HostFacts) -> Option<i64> {

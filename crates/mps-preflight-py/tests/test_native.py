@@ -281,7 +281,7 @@ def test_stated_minimums_are_the_cli_flags(host: FakeHost) -> None:
 def test_min_shm_is_the_cli_flag_and_advisories_never_reject(host: FakeHost) -> None:
     """``min_shm=`` is ``--min-shm``; a /dev/shm not the daemon's is rejected as the CLI does;
     the capacity advisories are listed, never rejections, even with ``require_verified``."""
-    shared = FIXTURES / "v3-shm-shared-low-open-files.json"
+    shared = FIXTURES / "v4-shm-shared-low-open-files.json"
     evidence = mps_preflight.check(shared, **MPS, min_shm="1G", require_verified=True)
     assert evidence.shm_free_bytes == 1 << 30
     assert evidence.advisories == ["device-max-connections-high", "daemon-open-files-low"]
@@ -291,7 +291,7 @@ def test_min_shm_is_the_cli_flag_and_advisories_never_reject(host: FakeHost) -> 
     run = host.cli("check", "--snapshot", str(shared), *MPS_FLAGS, "--min-shm", "2G")
     assert str(caught.value) == run.error()
     with pytest.raises(mps_preflight.Rejected) as caught:
-        mps_preflight.check(FIXTURES / "v3-shm-not-shared.json", **MPS)
+        mps_preflight.check(FIXTURES / "v4-shm-not-shared.json", **MPS)
     assert caught.value.code == "shm-not-shared"
     with pytest.raises(ValueError, match="min_shm"):
         mps_preflight.check(shared, **MPS, min_shm="2GB")

@@ -54,7 +54,9 @@ impl Attest {
         let program = dir.join("nvidia-cuda-mps-server");
         if !program.exists() {
             fs::create_dir_all(&dir).unwrap();
-            fs::copy(system_program("sleep"), &program).unwrap();
+            crate::support::write_executable(&program, |path| {
+                fs::copy(system_program("sleep"), path).unwrap();
+            });
             for path in [self.host.root(), dir.as_path(), program.as_path()] {
                 fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
             }

@@ -127,11 +127,24 @@ impl Run {
 /// `exec`, and running the executable then fails with ETXTBSY ("Text file busy").
 static EXEC_LOCK: RwLock<()> = RwLock::new(());
 
-/// Spawns `command` (never while an executable is being written).
+/// Spawns `command` (never while an executable is being written). A fork made outside this
+/// lock (a test's own `Command::status`) can still hold a written file open for a moment, so
+/// ETXTBSY is retried: 20 tries, 50 ms apart.
 pub(crate) fn spawn(command: &mut Command) -> Child {
-    let _shared = EXEC_LOCK
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for _ in 0..20 {
+        let result = {
+            let _shared = EXEC_LOCK
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            command.spawn()
+        };
+        match result {
+            Err(err) if err.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other.expect("spawn"),
+        }
+    }
     command.spawn().expect("spawn")
 }
 

@@ -264,3 +264,42 @@ fn a_foreground_daemon_holds_its_own_lock() {
         "{search:?}"
     );
 }
+
+/// A real daemon an ordinary user (`nobody`) started in directories of their own is proven
+/// (it holds its lock and owns its pipe directory), and serves only that user: judged for
+/// root (the probing user here) it is `daemon-of-another-user`, judged `--as-user nobody` it
+/// is not.
+#[test]
+fn an_ordinary_users_daemon_serves_only_that_user() {
+    let Some(binary) = binary_or_skip("an_ordinary_users_daemon_serves_only_that_user") else {
+        return;
+    };
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED an_ordinary_users_daemon_serves_only_that_user: needs root");
+        return;
+    }
+    let daemon = Daemon::start_as_nobody(&binary);
+    two_gpus(&daemon);
+    let facts = common::capture_on(daemon.env(), &daemon.options(Duration::from_secs(10)));
+    let search = facts.daemon_process.as_ref().unwrap();
+    assert_eq!(search.method, DaemonSearchMethod::Lock, "{search:?}");
+    assert_eq!(search.processes[0].pid, i64::from(daemon.pid));
+
+    let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+    let rejection = validate(&request, &facts).unwrap_err();
+    assert_eq!(rejection.code(), Code::DaemonOfAnotherUser, "{rejection}");
+    assert!(
+        rejection.to_string().contains(&format!(
+            "control daemon PID {} runs as uid {NOBODY}, not root",
+            daemon.pid
+        )),
+        "{rejection}"
+    );
+
+    let as_nobody = Request {
+        as_user: Some(65534),
+        ..request
+    };
+    let evidence = validate(&as_nobody, &facts).unwrap();
+    assert_eq!(evidence.daemon_pid, Some(i64::from(daemon.pid)));
+}

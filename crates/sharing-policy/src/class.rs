@@ -87,6 +87,7 @@ impl Code {
             | Self::DaemonIndexRemap
             | Self::DaemonIdentityUnverified
             | Self::DaemonPidFileDisagrees
+            | Self::DaemonOfAnotherUser
             | Self::DaemonScopeUnverified
             | Self::ServerOwnerUnverified
             | Self::GpuNeedsRecovery

@@ -73,6 +73,10 @@ pub enum Code {
     /// planted pid file; it is not used). Unverified: a rejection only with
     /// `--require-verified`.
     DaemonPidFileDisagrees,
+    /// The proven control daemon runs as neither root nor the user the request is judged for:
+    /// a daemon not run by root can start servers only for its own user (docs/mps-daemon.md,
+    /// C7), so this job's clients would never be served.
+    DaemonOfAnotherUser,
     /// The daemon's GPU scope could not be read (its environment, or the daemon itself, was
     /// not observable). Unverified: a rejection only with `--require-verified`.
     DaemonScopeUnverified,
@@ -161,7 +165,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 56] = [
+    pub const ALL: [Self; 57] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -190,6 +194,7 @@ impl Code {
         Self::DaemonIndexRemap,
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
+        Self::DaemonOfAnotherUser,
         Self::DaemonScopeUnverified,
         Self::ServerOfAnotherUser,
         Self::ServerOwnerUnverified,
@@ -282,6 +287,7 @@ impl Code {
             Self::DaemonIndexRemap => "daemon-index-remap",
             Self::DaemonIdentityUnverified => "daemon-identity-unverified",
             Self::DaemonPidFileDisagrees => "daemon-pid-file-disagrees",
+            Self::DaemonOfAnotherUser => "daemon-of-another-user",
             Self::DaemonScopeUnverified => "daemon-scope-unverified",
             Self::ServerOfAnotherUser => "server-of-another-user",
             Self::ServerOwnerUnverified => "server-owner-unverified",
@@ -429,7 +435,9 @@ impl Code {
             Self::DaemonIndexRemap => {
                 "A scoped daemon renumbers its GPUs from 0, so a client index other than 0 names a device that does not exist there (or another GPU); a UUID names the same GPU in both spaces."
             }
-            Self::DaemonIdentityUnverified | Self::DaemonPidFileDisagrees => self.identity_why(),
+            Self::DaemonIdentityUnverified
+            | Self::DaemonPidFileDisagrees
+            | Self::DaemonOfAnotherUser => self.identity_why(),
             Self::DaemonScopeUnverified => {
                 "Only the daemon's own environment shows which GPUs it serves; without it the scope is assumed, not proven."
             }
@@ -486,10 +494,16 @@ impl Code {
 
     /// [`Code::why`] of the daemon identity codes.
     fn identity_why(self) -> &'static str {
-        if self == Self::DaemonPidFileDisagrees {
-            "The daemon's pid file is writable by every user (mode 0666) and outlives a killed daemon; one naming another process than the lock's holder is stale or planted, and a tool that trusts it would judge the wrong process."
-        } else {
-            "Only the lock the control daemon holds proves which process it is; a pid file, a process's name or its command line can be written by any local user, so the daemon's scope, user and multi-user mode are not proven."
+        match self {
+            Self::DaemonPidFileDisagrees => {
+                "The daemon's pid file is writable by every user (mode 0666) and outlives a killed daemon; one naming another process than the lock's holder is stale or planted, and a tool that trusts it would judge the wrong process."
+            }
+            Self::DaemonOfAnotherUser => {
+                "Starting an MPS server for another user is root-only: a control daemon run by an ordinary user serves that user alone, so another user's clients are never served (and any user can start such a daemon in a world-writable pipe directory such as /tmp/nvidia-mps)."
+            }
+            _ => {
+                "Only the lock the control daemon holds proves which process it is; a pid file, a process's name or its command line can be written by any local user, so the daemon's scope, user and multi-user mode are not proven."
+            }
         }
     }
 

@@ -105,17 +105,61 @@ impl Daemon {
         bin_dir: PathBuf,
         mask: Option<&str>,
     ) -> Self {
+        std::os::unix::fs::symlink(binary, bin_dir.join("nvidia-cuda-mps-control")).unwrap();
+        Self::launch(binary, pipe_dir, log_dir, bin_dir, mask, None)
+    }
+
+    /// [`Self::start`] as `nobody` (through `setpriv`): an ordinary user's daemon, in fresh
+    /// directories that user owns, run from a copy of the binary that user can execute.
+    pub(crate) fn start_as_nobody(binary: &Path) -> Self {
+        use std::os::unix::fs::PermissionsExt as _;
+        let make = |prefix: &str| {
+            let dir = tempfile::Builder::new()
+                .prefix(prefix)
+                .tempdir_in("/tmp")
+                .unwrap()
+                .keep();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            dir
+        };
+        let (pipe_dir, log_dir, bin_dir) = (make("mpsp"), make("mpsl"), make("mpsb"));
+        let copy = bin_dir.join("nvidia-cuda-mps-control");
+        std::fs::copy(binary, &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Self::launch(&copy, pipe_dir, log_dir, bin_dir, None, Some("65534"))
+    }
+
+    /// Runs `program -d` (as `user` through `setpriv` when given) and waits for its one
+    /// daemon process and its control socket.
+    fn launch(
+        program: &Path,
+        pipe_dir: PathBuf,
+        log_dir: PathBuf,
+        bin_dir: PathBuf,
+        mask: Option<&str>,
+        user: Option<&str>,
+    ) -> Self {
         assert!(
             pipe_dir.join("control").as_os_str().len() < 108,
             "socket path too long"
         );
-        std::os::unix::fs::symlink(binary, bin_dir.join("nvidia-cuda-mps-control")).unwrap();
         let launch_log = std::fs::File::create(log_dir.join("launch.log")).unwrap();
         #[allow(
             clippy::disallowed_methods,
             reason = "test harness: starts the real daemon"
         )]
-        let mut command = Command::new(binary);
+        let mut command = match user {
+            Some(user) => {
+                let mut command = Command::new("setpriv");
+                command
+                    .args([&format!("--reuid={user}"), &format!("--regid={user}")])
+                    .arg("--clear-groups")
+                    .arg(program);
+                command
+            }
+            None => Command::new(program),
+        };
         match mask {
             Some(mask) => command.env("CUDA_VISIBLE_DEVICES", mask),
             None => command.env_remove("CUDA_VISIBLE_DEVICES"),
@@ -130,6 +174,7 @@ impl Daemon {
             .stderr(launch_log)
             .status()
             .unwrap();
+        let binary = program;
         let mut daemon = Self {
             binary: binary.to_owned(),
             pipe_dir: pipe_dir.clone(),

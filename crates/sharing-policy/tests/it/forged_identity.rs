@@ -155,3 +155,41 @@ fn a_pid_file_naming_a_server_is_not_the_daemon() {
     let rejection = validate(&request, &facts).unwrap_err();
     assert_eq!(rejection.code(), Code::DaemonIdentityUnverified);
 }
+
+/// An idle host whose proven daemon runs as `daemon_uid` and owns its pipe directory (a
+/// daemon an ordinary user started in the default `/tmp/nvidia-mps`), probed by uid 1000.
+fn user_daemon_host(daemon_uid: u32) -> sharing_policy::HostFacts {
+    let mut facts = host("100.0\n", &[], REAL, true, false);
+    let search = facts.daemon_process.as_mut().unwrap();
+    search.processes[0].status_uid = Some(format!(
+        "{daemon_uid}\t{daemon_uid}\t{daemon_uid}\t{daemon_uid}"
+    ));
+    search.lock.as_mut().unwrap().directory_uid = Some(daemon_uid);
+    facts
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A daemon not run by root serves only its own user: whoever owns the pipe directory, the
+    /// request passes only when the daemon is root's or the judged user's.
+    #[test]
+    fn a_daemon_of_an_ordinary_user_serves_only_that_user(
+        daemon_uid in proptest::sample::select(vec![0_u32, 1000, 1001, 65534]),
+        as_user in proptest::option::of(proptest::sample::select(vec![0_u32, 1000, 1001, 65534])),
+    ) {
+        let facts = user_daemon_host(daemon_uid);
+        let mut request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        request.as_user = as_user;
+        let judged = as_user.unwrap_or(1000);
+        let verdict = validate(&request, &facts);
+        if daemon_uid == 0 || daemon_uid == judged {
+            prop_assert!(verdict.is_ok(), "{verdict:?}");
+        } else {
+            let rejection = verdict.unwrap_err();
+            prop_assert_eq!(rejection.code(), Code::DaemonOfAnotherUser);
+            let message = rejection.to_string();
+            prop_assert!(message.contains(&format!("runs as uid {daemon_uid}, not root")), "{message}");
+        }
+    }
+}

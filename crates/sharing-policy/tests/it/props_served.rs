@@ -172,6 +172,20 @@ pub(crate) fn identity_breakers() -> Vec<Breaker> {
                 f.pid_file = Some(hosts::pid_file(&f.env, named, true));
             },
         },
+        Breaker {
+            name: "the proven daemon runs as an ordinary user other than the judged one",
+            code: Code::DaemonOfAnotherUser,
+            apply: |r, f, s| {
+                make_served(f);
+                let pipe = f.env.effective_pipe_directory();
+                let mut daemon = f.daemon_process.as_ref().unwrap().processes[0].clone();
+                daemon.status_uid = Some("1001\t1001\t1001\t1001".to_owned());
+                let mut lock = locks::lock_held_by(&pipe, &[2718]);
+                lock.directory_uid = Some(1001);
+                f.daemon_process = Some(locks::by_lock(daemon, lock));
+                r.as_user = Some(pick(&[1000, 65534, 4242], s));
+            },
+        },
     ]
 }
 

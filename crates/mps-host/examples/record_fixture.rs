@@ -29,7 +29,7 @@
     clippy::indexing_slicing
 )]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -2,18 +2,10 @@
 //! front-end session at a time and drops the others (`sharing_policy::retry` names what they
 //! see); without retries 8 probes at once already gave false rejections. Runs against whichever
 //! daemon `$MPS_PREFLIGHT_MPS_CONTROL` names (`.ci/run` runs it for 535 and 550); skips without.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::time::Duration;
 
-use common::daemon::{Daemon, binary_or_skip};
+use crate::common::daemon::{Daemon, binary_or_skip};
 use mps_host::capture_with;
 use sharing_policy::{HostFacts, Request, validate};
 
@@ -27,7 +19,7 @@ fn concurrent_probes_of_one_idle_daemon_all_validate_and_replay_alike() {
         return;
     };
     let daemon = Daemon::start(&binary);
-    common::fake_program(
+    crate::common::fake_program(
         &daemon.bin_dir,
         "nvidia-smi",
         "echo 'Default, 535.261.03, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",

@@ -5,18 +5,10 @@
 //! zombie ones and reports the live one. The front-end also answers the server's own limits.
 
 #![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic
-)]
-#![allow(
     clippy::disallowed_methods,
     clippy::zombie_processes,
     reason = "test: spawns the live, zombie and dead clients the fake daemon lists"
 )]
-
-mod common;
 
 use std::ffi::OsString;
 use std::os::unix::net::UnixListener;
@@ -24,8 +16,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use common::daemon::os_text;
-use common::{fake_program, short_tempdir};
+use crate::common::daemon::os_text;
+use crate::common::{fake_program, short_tempdir};
 use mps_host::{ProbeOptions, ProcessRunner, capture_with};
 use sharing_policy::{Code, EnvFacts, HostFacts, Request, validate};
 

@@ -1,19 +1,11 @@
 //! mps-host against Debian's real `nvidia-cuda-mps-control` (no GPU needed: the control daemon
 //! starts, creates its socket and answers read-only queries without one). Fetch it with
 //! `scripts/fetch-mps-control.sh`; without it these tests print why and skip.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::daemon::{Daemon, binary_or_skip};
-use common::{is_dead, live_processes_with_env};
+use crate::common::daemon::{Daemon, binary_or_skip};
+use crate::common::{is_dead, live_processes_with_env};
 use mps_host::ProbeOptions;
 use rustix::process::Signal;
 use sharing_policy::{
@@ -204,13 +196,13 @@ fn a_daemon_killed_between_observation_steps_is_never_a_pass() {
     };
     for pause in ["0", "0.5"] {
         let daemon = Daemon::start(&binary);
-        let tools = common::short_tempdir("mpsk");
-        common::fake_program(
+        let tools = crate::common::short_tempdir("mpsk");
+        crate::common::fake_program(
             tools.path(),
             "nvidia-smi",
             "echo 'Default, 535.261.03, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
         );
-        common::fake_program(
+        crate::common::fake_program(
             tools.path(),
             "nvidia-cuda-mps-control",
             &format!(
@@ -224,11 +216,11 @@ fn a_daemon_killed_between_observation_steps_is_never_a_pass() {
             search_path: Some(tools.path().as_os_str().to_owned()),
             ..ProbeOptions::default()
         };
-        let facts = common::capture_on(daemon.env(), &options);
+        let facts = crate::common::capture_on(daemon.env(), &options);
 
         // SIGKILL lands asynchronously; on a loaded machine allow the kernel a moment.
         assert!(
-            common::eventually(Duration::from_secs(5), || is_dead(daemon.pid)),
+            crate::common::eventually(Duration::from_secs(5), || is_dead(daemon.pid)),
             "pause {pause}: the daemon survived"
         );
         let query = facts.daemon_query.as_ref().unwrap();
@@ -267,7 +259,7 @@ const GPU_B: &str = "GPU-5a88edbe-90c4-2449-8c43-70c57591cca1";
 /// A fake `nvidia-smi` next to the daemon's front-end listing two H100s (A, then B), in the v2
 /// query's column order.
 fn two_gpus(daemon: &Daemon) {
-    common::fake_program(
+    crate::common::fake_program(
         &daemon.bin_dir,
         "nvidia-smi",
         &format!(
@@ -280,7 +272,7 @@ fn two_gpus(daemon: &Daemon) {
 fn capture_with_mask(daemon: &Daemon, mask: Option<&str>) -> sharing_policy::HostFacts {
     let mut env = daemon.env();
     env.cuda_visible_devices = mask.map(sharing_policy::OsText::from);
-    common::capture_on(env, &daemon.options(Duration::from_secs(10)))
+    crate::common::capture_on(env, &daemon.options(Duration::from_secs(10)))
 }
 
 fn strict(request: &Request) -> Request {
@@ -405,7 +397,7 @@ fn as_nobody_the_scope_is_unverified() {
             .arg(&copy)
             .args([
                 "--exact",
-                "capture_as_the_calling_user",
+                "real_daemon::capture_as_the_calling_user",
                 "--ignored",
                 "--nocapture",
             ])
@@ -416,7 +408,7 @@ fn as_nobody_the_scope_is_unverified() {
             .output()
             .unwrap()
     };
-    let output = common::output_when_not_busy(run);
+    let output = crate::common::output_when_not_busy(run);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let json = stdout
         .lines()
@@ -489,7 +481,7 @@ fn capture_as_the_calling_user() {
         search_path: Some(bin.clone()),
         ..ProbeOptions::default()
     };
-    let facts = common::capture_on(env, &options);
+    let facts = crate::common::capture_on(env, &options);
     println!("FACTS {}", serde_json::to_string(&facts).unwrap());
 }
 
@@ -500,7 +492,7 @@ fn the_real_binaries_refuse_multiuser_mode() {
     let Some(binary) = binary_or_skip("the_real_binaries_refuse_multiuser_mode") else {
         return;
     };
-    let pipe = common::short_tempdir("mpsm");
+    let pipe = crate::common::short_tempdir("mpsm");
     for args in [&["-d", "-m"][..], &["-d", "--multiuser"]] {
         #[allow(clippy::disallowed_methods, reason = "test: the real binary's argv")]
         let output = std::process::Command::new(&binary)

@@ -1,21 +1,49 @@
-//! `stop_all_queries` (issue 15, part 2), in a test binary of its own: it holds the process-wide
-//! registry of running queries until it is dropped, which would stall other tests' spawns.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+//! `stop_all_queries` acts on the whole process: it kills every running query and holds the
+//! process-wide registry until it is dropped, which would kill or stall other tests' queries.
+//! So the test runs alone, in a child run of this test binary.
 
-mod common;
-
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{eventually, fake_program, is_dead, query, read_pids, runner_in, short_tempdir};
+use crate::common::{
+    eventually, fake_program, is_dead, query, read_pids, runner_in, short_tempdir,
+};
 use mps_host::{Runner, stop_all_queries};
+
+/// Set in the child run, which alone runs [`inner_stop_all_queries`].
+const INNER_ENV: &str = "MPS_PREFLIGHT_TEST_STOP_INNER";
 
 #[test]
 fn every_running_query_group_is_killed_and_reaped_and_none_starts_meanwhile() {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test harness: a child run of this binary"
+    )]
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "stop::inner_stop_all_queries",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(INNER_ENV, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "the child run failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The test itself: only in the child run (it passes without doing anything elsewhere, where
+/// the test above runs it).
+#[test]
+fn inner_stop_all_queries() {
+    if std::env::var_os(INNER_ENV).is_none() {
+        return;
+    }
     let dir = short_tempdir("mpss");
     let pids = dir.path().join("pids");
     fake_program(

@@ -1,14 +1,6 @@
 //! Control-pipe and pid-file observation against real filesystem objects: a bound Unix socket, a
 //! FIFO, a regular file, a directory, symlinks, an over-long path, and sockets seen by an
 //! unprivileged user (this test binary re-runs itself under `setpriv`).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -16,8 +8,8 @@ use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::process::Command;
 
-use common::daemon::os_text;
-use common::short_tempdir;
+use crate::common::daemon::os_text;
+use crate::common::short_tempdir;
 use mps_host::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
 use sharing_policy::{EnvFacts, FileKind, OsText, PidFileFacts, PipeFacts};
 
@@ -246,9 +238,9 @@ fn a_pid_file_naming_a_dead_or_zombie_process_says_not_alive() {
     let mut child = command("true").spawn().unwrap();
     let zombie = child.id();
     // Not yet reaped: a zombie, which `kill(pid, 0)` alone would call alive.
-    assert!(common::eventually(
+    assert!(crate::common::eventually(
         std::time::Duration::from_secs(10),
-        || { common::process_state(i32::try_from(zombie).unwrap()) == Some('Z') }
+        || { crate::common::process_state(i32::try_from(zombie).unwrap()) == Some('Z') }
     ));
     let (_dir, facts) = pid_file_with(zombie.to_string().as_bytes());
     assert_eq!(facts.pid_alive, Some(false));
@@ -363,13 +355,13 @@ fn observed_as_nobody(dir: &Path) -> Option<(PipeFacts, PidFileFacts)> {
         std::fs::copy(&exe, &copy).unwrap();
     }
     chmod(&copy, 0o755);
-    let output = common::output_when_not_busy(|| {
+    let output = crate::common::output_when_not_busy(|| {
         command("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(&copy)
             .args([
                 "--exact",
-                "inner_observe_as_current_user",
+                "filesystem::inner_observe_as_current_user",
                 "--nocapture",
                 "--test-threads=1",
             ])

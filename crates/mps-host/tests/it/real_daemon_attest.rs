@@ -2,19 +2,11 @@
 //! answers but no MPS server can start, so two live processes pointed at it are not clients,
 //! with "no MPS server is running"; the control log shows only read-only commands, and
 //! `get_client_list` carries only the PID. `.ci/run` runs this file against 535 and 550.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::daemon::{Daemon, binary_or_skip, os_text, package_version};
+use crate::common::daemon::{Daemon, binary_or_skip, os_text, package_version};
 use mps_host::{AttestOptions, Runner, daemon_query, observe_attest};
 use sharing_policy::{
     AttestCode, LikelyCause, Pid, QueryOutcome, ReadOnlyCommand, attest, client_query,

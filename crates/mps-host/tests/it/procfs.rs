@@ -1,22 +1,13 @@
 //! The `/proc` observation against fake `/proc` trees (real files in a temp directory): the
 //! daemon found by a scan, the pid file's daemon, hidden processes, and the scan's bounds.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic
-)]
-
-mod common;
-
 use std::ffi::OsString;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::daemon::os_text;
-use common::{fake_lock, fake_program, short_tempdir};
+use crate::common::daemon::os_text;
+use crate::common::{fake_lock, fake_program, short_tempdir};
 use mps_host::{
     ProbeOptions, ProcessRunner, capture_with, find_daemon, observe_daemon_lock, observe_process,
 };
@@ -275,7 +266,7 @@ fn served_capture_in_state(
     std::fs::create_dir(&log).unwrap();
     std::fs::write(
         log.join("control.log"),
-        include_str!("../../../fixtures/daemon-logs/real-535.control.log"),
+        include_str!("../../../../fixtures/daemon-logs/real-535.control.log"),
     )
     .unwrap();
     let log_env = format!("CUDA_MPS_LOG_DIRECTORY={}", log.display());

@@ -2,19 +2,11 @@
 //! query as an older driver does (`Field "…" is not a valid field to query.` on standard output,
 //! exit status 2; CoHDI/composable-resource-operator#37), and the probe asks the base query
 //! within the same deadline. Any other failure is the answer: no second process.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use common::{fake_program, short_tempdir};
+use crate::common::{fake_program, short_tempdir};
 use mps_host::{ProbeOptions, capture};
 use sharing_policy::{BASE_GPU_QUERY_ARGS, GPU_QUERY_ARGS, QueryOutcome};
 

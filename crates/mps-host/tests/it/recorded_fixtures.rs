@@ -1,11 +1,5 @@
 //! The snapshots recorded from the real daemon (`examples/record_fixture.rs`) still load as
 //! `HostFacts` and still say what the real daemon said.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use std::path::{Path, PathBuf};
 

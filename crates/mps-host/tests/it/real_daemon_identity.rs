@@ -4,21 +4,13 @@
 //! created, or replaced by a FIFO or a symbolic link in the world-writable pipe directory. The
 //! daemon facts judged are always the real daemon's, which holds the lock; the look-alike is
 //! never named.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::daemon::{Daemon, binary_or_skip};
+use crate::common::daemon::{Daemon, binary_or_skip};
 use sharing_policy::{Code, DaemonSearchMethod, Request, validate};
 
 const GPU_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
@@ -27,7 +19,7 @@ const NOBODY: &str = "65534";
 
 /// A fake `nvidia-smi` beside the daemon's front-end listing two H100s (A, then B).
 fn two_gpus(daemon: &Daemon) {
-    common::fake_program(
+    crate::common::fake_program(
         &daemon.bin_dir,
         "nvidia-smi",
         &format!(
@@ -113,7 +105,7 @@ fn a_lookalike_and_a_forged_pid_file_never_become_the_daemon() {
     let fake = i64::from(lookalike.id());
     let real = i64::from(daemon.pid);
     // Wait until the look-alike has exec'd (its comm is the daemon's).
-    assert!(common::eventually(Duration::from_secs(5), || {
+    assert!(crate::common::eventually(Duration::from_secs(5), || {
         std::fs::read_to_string(format!("/proc/{fake}/comm"))
             .is_ok_and(|comm| comm == "nvidia-cuda-mps\n")
     }));
@@ -132,7 +124,8 @@ fn a_lookalike_and_a_forged_pid_file_never_become_the_daemon() {
         if let Some(script) = script {
             as_nobody(script);
         }
-        let facts = common::capture_on(daemon.env(), &daemon.options(Duration::from_secs(10)));
+        let facts =
+            crate::common::capture_on(daemon.env(), &daemon.options(Duration::from_secs(10)));
         let search = facts.daemon_process.as_ref().unwrap();
         assert_eq!(
             search.method,
@@ -183,7 +176,7 @@ fn without_the_lock_in_sight_the_daemon_facts_are_unverified() {
     std::fs::write(proc_root.path().join("locks"), "").unwrap();
     let mut options = daemon.options(Duration::from_secs(10));
     options.proc_root = proc_root.path().to_owned();
-    let facts = common::capture_on(daemon.env(), &options);
+    let facts = crate::common::capture_on(daemon.env(), &options);
     let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
     let evidence = validate(&request, &facts).unwrap();
     assert_eq!(evidence.daemon_pid, None);
@@ -240,12 +233,12 @@ fn a_foreground_daemon_holds_its_own_lock() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    assert!(common::eventually(Duration::from_secs(10), || {
+    assert!(crate::common::eventually(Duration::from_secs(10), || {
         pipe.join("control").exists()
     }));
     let env = sharing_policy::EnvFacts {
-        cuda_mps_pipe_directory: Some(common::daemon::os_text(&pipe)),
-        cuda_mps_log_directory: Some(common::daemon::os_text(&log)),
+        cuda_mps_pipe_directory: Some(crate::common::daemon::os_text(&pipe)),
+        cuda_mps_log_directory: Some(crate::common::daemon::os_text(&log)),
         ..sharing_policy::EnvFacts::default()
     };
     let options = mps_host::ProbeOptions {
@@ -253,7 +246,7 @@ fn a_foreground_daemon_holds_its_own_lock() {
         search_path: Some(bin.clone().into_os_string()),
         ..mps_host::ProbeOptions::default()
     };
-    let facts = common::capture_on(env, &options);
+    let facts = crate::common::capture_on(env, &options);
     daemon.kill().unwrap();
     daemon.wait().unwrap();
     let search = facts.daemon_process.as_ref().unwrap();
@@ -280,7 +273,7 @@ fn an_ordinary_users_daemon_serves_only_that_user() {
     }
     let daemon = Daemon::start_as_nobody(&binary);
     two_gpus(&daemon);
-    let facts = common::capture_on(daemon.env(), &daemon.options(Duration::from_secs(10)));
+    let facts = crate::common::capture_on(daemon.env(), &daemon.options(Duration::from_secs(10)));
     let search = facts.daemon_process.as_ref().unwrap();
     assert_eq!(search.method, DaemonSearchMethod::Lock, "{search:?}");
     assert_eq!(search.processes[0].pid, i64::from(daemon.pid));

@@ -5,23 +5,15 @@
 //! sharing-policy's parser tests read; this test checks each still says what the binary says
 //! (`UPDATE_FIXTURES=1` rewrites them).
 #![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-#![allow(
     clippy::disallowed_methods,
     reason = "test: reads and writes fixture files"
 )]
-
-mod common;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::daemon::{Daemon, binary_or_skip, locate};
+use crate::common::daemon::{Daemon, binary_or_skip, locate};
 use mps_host::{ProcessRunner, Runner, daemon_query};
 use sharing_policy::{OsText, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, separated};
 
@@ -50,7 +42,7 @@ fn binaries() -> Vec<PathBuf> {
     if let Some(home) = std::env::var_os("HOME") {
         let extra = PathBuf::from(home)
             .join(".cache/mps-preflight-550")
-            .join(common::daemon::CACHED_BINARY);
+            .join(crate::common::daemon::CACHED_BINARY);
         if extra.is_file() && locate().as_deref() != Some(extra.as_path()) {
             found.push(extra);
         }

@@ -1,19 +1,10 @@
 //! `observe_attest` against a fake `/proc` tree (real files: owners, states, environments) and
 //! a fake `nvidia-cuda-mps-control` that lists the tree's processes as clients (issue 12).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic
-)]
-
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{fake_lock, fake_program, runner_in, short_tempdir};
+use crate::common::{fake_lock, fake_program, runner_in, short_tempdir};
 use mps_host::{AttestOptions, observe_attest_with};
 use sharing_policy::{AttestCode, LikelyCause, OsText, Pid, attest};
 

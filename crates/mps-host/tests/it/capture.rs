@@ -1,19 +1,11 @@
 //! `capture` end to end with the real runner and fake `nvidia-smi` / `nvidia-cuda-mps-control`
 //! programs on a private search path (the process-wide environment is never changed).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use common::daemon::os_text;
-use common::{fake_program, short_tempdir};
+use crate::common::daemon::os_text;
+use crate::common::{fake_program, short_tempdir};
 use mps_host::{ProbeOptions, capture};
 use sharing_policy::{EnvFacts, FileKind, QueryOutcome};
 use std::os::unix::net::UnixListener;
@@ -87,7 +79,7 @@ fn the_daemon_front_end_gets_no_arguments_the_probe_on_stdin_and_the_pipe_direct
         learner_uuid: Some("GPU-8932f937-d72c-4106-c12f-20bd9faed9f6".to_owned()),
         ..options_in(bin.path(), Duration::from_secs(30))
     };
-    let facts = common::capture_on(env.clone(), &options);
+    let facts = crate::common::capture_on(env.clone(), &options);
 
     assert_eq!(facts.env, env);
     assert_eq!(facts.os, "linux");

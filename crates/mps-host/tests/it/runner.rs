@@ -1,18 +1,10 @@
 //! The process runner against real child processes: fake `nvidia-smi` / `nvidia-cuda-mps-control`
 //! scripts that print, fail, hang, flood, and print bytes that are not UTF-8.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use common::{fake_program, is_dead, query, read_pids, runner_in, short_tempdir};
+use crate::common::{fake_program, is_dead, query, read_pids, runner_in, short_tempdir};
 use mps_host::{ProcessRunner, Runner};
 use sharing_policy::{CapturedText, OsText, QueryOutcome};
 
@@ -228,7 +220,7 @@ fn a_hanging_program_and_its_children_are_killed_at_the_deadline() {
     assert_eq!(pids.len(), 2, "{pids:?}");
     for pid in pids {
         assert!(
-            common::eventually(Duration::from_secs(5), || is_dead(pid)),
+            crate::common::eventually(Duration::from_secs(5), || is_dead(pid)),
             "{pid} survived"
         );
     }
@@ -257,7 +249,7 @@ fn a_program_that_exits_but_leaves_a_child_holding_the_pipes_is_cleaned_up() {
     );
     let child = read_pids(&pids)[0];
     assert!(
-        common::eventually(Duration::from_secs(5), || is_dead(child)),
+        crate::common::eventually(Duration::from_secs(5), || is_dead(child)),
         "{child} survived"
     );
 }

@@ -78,15 +78,6 @@ mod tests {
     use super::*;
     use crate::runner::MockRunner;
 
-    fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
-        QueryOutcome::Exited {
-            code: Some(code),
-            signal: None,
-            stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-            stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
-        }
-    }
-
     fn query(timeout: Duration) -> Query {
         Query {
             program: "nvidia-cuda-mps-control".to_owned(),
@@ -104,24 +95,24 @@ mod tests {
         let mut runner = MockRunner::new();
         runner.expect_run().times(4).returning(move |query| {
             let outcome = match calls.fetch_add(1, Ordering::SeqCst) {
-                0 => exited(1, "", CANNOT_SEND),
-                1 => exited(0, "", ""),
-                2 => exited(1, "", ""),
-                _ => exited(0, "100.0\n", ""),
+                0 => QueryOutcome::exited(1, "", CANNOT_SEND),
+                1 => QueryOutcome::exited(0, "", ""),
+                2 => QueryOutcome::exited(1, "", ""),
+                _ => QueryOutcome::exited(0, "100.0\n", ""),
             };
             assert!(query.timeout <= Duration::from_secs(5));
             query.record(outcome, Duration::from_millis(2))
         });
         let record = run_retried(&runner, &query(Duration::from_secs(5)), &DAEMON_RETRY);
-        assert_eq!(record.outcome, exited(0, "100.0\n", ""));
+        assert_eq!(record.outcome, QueryOutcome::exited(0, "100.0\n", ""));
         assert_eq!(record.timeout_ms, 5000);
         let earlier: Vec<_> = record.earlier_attempts.iter().map(|a| &a.outcome).collect();
         assert_eq!(
             earlier,
             [
-                &exited(1, "", CANNOT_SEND),
-                &exited(0, "", ""),
-                &exited(1, "", "")
+                &QueryOutcome::exited(1, "", CANNOT_SEND),
+                &QueryOutcome::exited(0, "", ""),
+                &QueryOutcome::exited(1, "", "")
             ]
         );
         assert!(
@@ -135,8 +126,8 @@ mod tests {
     #[test]
     fn a_clear_answer_is_final_at_once() {
         for outcome in [
-            exited(1, "", "Cannot find MPS control daemon process\n"),
-            exited(0, "Unknown command\n", ""),
+            QueryOutcome::exited(1, "", "Cannot find MPS control daemon process\n"),
+            QueryOutcome::exited(0, "Unknown command\n", ""),
             QueryOutcome::TimedOut {
                 stdout: CapturedText::default(),
                 stderr: CapturedText::default(),
@@ -157,13 +148,13 @@ mod tests {
     #[test]
     fn a_busy_daemon_is_asked_only_within_the_one_deadline() {
         let mut runner = MockRunner::new();
-        runner
-            .expect_run()
-            .returning(|query| query.record(exited(1, "", CANNOT_SEND), Duration::ZERO));
+        runner.expect_run().returning(|query| {
+            query.record(QueryOutcome::exited(1, "", CANNOT_SEND), Duration::ZERO)
+        });
         let started = Instant::now();
         let record = run_retried(&runner, &query(Duration::from_millis(400)), &DAEMON_RETRY);
         assert!(started.elapsed() < Duration::from_millis(400));
-        assert_eq!(record.outcome, exited(1, "", CANNOT_SEND));
+        assert_eq!(record.outcome, QueryOutcome::exited(1, "", CANNOT_SEND));
         assert!(!record.earlier_attempts.is_empty());
         let slept: u64 = record.earlier_attempts.iter().map(|a| a.backoff_ms).sum();
         assert!(slept <= 300, "{slept}");

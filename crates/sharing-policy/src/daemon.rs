@@ -342,15 +342,6 @@ mod tests {
         }
     }
 
-    fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
-        QueryOutcome::Exited {
-            code: Some(code),
-            signal: None,
-            stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-            stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
-        }
-    }
-
     fn status_of(outcome: QueryOutcome) -> DaemonStatus {
         status(Some(&record(outcome)), b"/tmp/nvidia-mps")
     }
@@ -358,7 +349,7 @@ mod tests {
     #[test]
     fn idle_daemon_is_live_without_a_server() {
         assert_eq!(
-            status_of(exited(0, "100.0\n", "")),
+            status_of(QueryOutcome::exited(0, "100.0\n", "")),
             DaemonStatus::Live { server_pid: None }
         );
     }
@@ -366,13 +357,13 @@ mod tests {
     #[test]
     fn first_server_pid_is_kept() {
         assert_eq!(
-            status_of(exited(0, "100.0\n4428\n4511\n", "")),
+            status_of(QueryOutcome::exited(0, "100.0\n4428\n4511\n", "")),
             DaemonStatus::Live {
                 server_pid: Some(4428)
             }
         );
         assert_eq!(
-            status_of(exited(0, "12.5\n7\n", "")),
+            status_of(QueryOutcome::exited(0, "12.5\n7\n", "")),
             DaemonStatus::Live {
                 server_pid: Some(7)
             }
@@ -381,7 +372,11 @@ mod tests {
 
     #[test]
     fn missing_daemon_is_no_answer() {
-        let got = status_of(exited(1, "", "Cannot find MPS control daemon process\n"));
+        let got = status_of(QueryOutcome::exited(
+            1,
+            "",
+            "Cannot find MPS control daemon process\n",
+        ));
         assert!(
             matches!(got, DaemonStatus::NoAnswer(ref d) if d.contains("exit status 1") && d.contains("Cannot find MPS control daemon process")),
             "{got:?}"
@@ -413,14 +408,14 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    status_of(exited(0, stdout, "")),
+                    status_of(QueryOutcome::exited(0, stdout, "")),
                     DaemonStatus::Unrecognized(_)
                 ),
                 "{stdout:?}"
             );
         }
         assert!(matches!(
-            status_of(exited(0, "100.0\n", "warning\n")),
+            status_of(QueryOutcome::exited(0, "100.0\n", "warning\n")),
             DaemonStatus::Unrecognized(_)
         ));
     }
@@ -462,24 +457,24 @@ mod tests {
 
     #[test]
     fn a_different_query_is_not_the_probe() {
-        let mut argv = record(exited(0, "", ""));
+        let mut argv = record(QueryOutcome::exited(0, "", ""));
         argv.args = vec!["get_server_list".to_owned()];
         assert!(matches!(
             status(Some(&argv), b"/tmp/nvidia-mps"),
             DaemonStatus::NotTheProbe(_)
         ));
-        let mut stdin = record(exited(0, "", ""));
+        let mut stdin = record(QueryOutcome::exited(0, "", ""));
         stdin.stdin = "get_default_active_thread_percentage\n".to_owned();
         assert!(matches!(
             status(Some(&stdin), b"/tmp/nvidia-mps"),
             DaemonStatus::NotTheProbe(_)
         ));
-        let ok = record(exited(0, "100.0\n", ""));
+        let ok = record(QueryOutcome::exited(0, "100.0\n", ""));
         assert!(matches!(
             status(Some(&ok), b"/elsewhere"),
             DaemonStatus::NotTheProbe(_)
         ));
-        let mut path = record(exited(0, "100.0\n", ""));
+        let mut path = record(QueryOutcome::exited(0, "100.0\n", ""));
         path.program = "/usr/bin/nvidia-cuda-mps-control".to_owned();
         assert_eq!(
             status(Some(&path), b"/tmp/nvidia-mps"),
@@ -494,16 +489,16 @@ mod tests {
             backoff_ms: 7,
             outcome,
         };
-        let mut retried = record(exited(0, "100.0\n", ""));
+        let mut retried = record(QueryOutcome::exited(0, "100.0\n", ""));
         retried.earlier_attempts = vec![
-            attempt(exited(1, "", crate::retry::CANNOT_SEND)),
-            attempt(exited(0, "", "")),
+            attempt(QueryOutcome::exited(1, "", crate::retry::CANNOT_SEND)),
+            attempt(QueryOutcome::exited(0, "", "")),
         ];
         assert_eq!(
             status(Some(&retried), b"/tmp/nvidia-mps"),
             DaemonStatus::Live { server_pid: None }
         );
-        retried.earlier_attempts.push(attempt(exited(
+        retried.earlier_attempts.push(attempt(QueryOutcome::exited(
             1,
             "",
             "Cannot find MPS control daemon process\n",
@@ -513,8 +508,8 @@ mod tests {
             matches!(got, DaemonStatus::NotTheProbe(ref why) if why.contains("attempt 3 of 4")),
             "{got:?}"
         );
-        let mut busy = record(exited(1, "", crate::retry::CANNOT_SEND));
-        busy.earlier_attempts = vec![attempt(exited(0, "", ""))];
+        let mut busy = record(QueryOutcome::exited(1, "", crate::retry::CANNOT_SEND));
+        busy.earlier_attempts = vec![attempt(QueryOutcome::exited(0, "", ""))];
         assert!(matches!(
             status(Some(&busy), b"/tmp/nvidia-mps"),
             DaemonStatus::NoAnswer(_)
@@ -542,9 +537,9 @@ mod tests {
         #[test]
         fn pid_lines_are_never_a_live_daemon(pids in proptest::collection::vec(1_u32..4_194_304, 1..5)) {
             let stdout = pids.iter().fold(String::new(), |all, pid| all + &pid.to_string() + "\n");
-            let got = status_of(exited(0, &stdout, ""));
+            let got = status_of(QueryOutcome::exited(0, &stdout, ""));
             proptest::prop_assert!(matches!(got, DaemonStatus::Unrecognized(_)), "{stdout:?}: {got:?}");
-            proptest::prop_assert!(crate::retry::transient_signature(&exited(0, &stdout, "")).is_some());
+            proptest::prop_assert!(crate::retry::transient_signature(&QueryOutcome::exited(0, &stdout, "")).is_some());
         }
 
         #[test]
@@ -558,7 +553,7 @@ mod tests {
                 stdout.push('\n');
             }
             proptest::prop_assert_eq!(
-                status_of(exited(0, &stdout, "")),
+                status_of(QueryOutcome::exited(0, &stdout, "")),
                 DaemonStatus::Live { server_pid: pids.first().map(|&pid| i64::from(pid)) }
             );
         }

@@ -350,6 +350,25 @@ pub enum QueryOutcome {
     },
 }
 
+impl QueryOutcome {
+    /// A process that exited by itself with `code`, its output whole (not cut at a cap): the
+    /// shape of an answer written by hand, for a test or an offline policy check.
+    ///
+    /// ```
+    /// use sharing_policy::QueryOutcome;
+    /// let outcome = QueryOutcome::exited(0, "100.0\n", "");
+    /// assert!(matches!(outcome, QueryOutcome::Exited { code: Some(0), .. }));
+    /// ```
+    pub fn exited(code: i32, stdout: &str, stderr: &str) -> Self {
+        Self::Exited {
+            code: Some(code),
+            signal: None,
+            stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
+            stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
+        }
+    }
+}
+
 /// Captured output, read with a cap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]

@@ -164,36 +164,27 @@ impl RetryPolicy {
 mod tests {
     use super::*;
 
-    fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
-        QueryOutcome::Exited {
-            code: Some(code),
-            signal: None,
-            stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-            stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
-        }
-    }
-
     #[test]
     fn the_observed_signatures_are_transient() {
         assert_eq!(
-            transient_signature(&exited(1, "", CANNOT_SEND)),
+            transient_signature(&QueryOutcome::exited(1, "", CANNOT_SEND)),
             Some(TransientSignature::CannotSend)
         );
         assert_eq!(
-            transient_signature(&exited(0, "", CANNOT_SEND)),
+            transient_signature(&QueryOutcome::exited(0, "", CANNOT_SEND)),
             Some(TransientSignature::CannotSend)
         );
         assert_eq!(
-            transient_signature(&exited(0, "", "")),
+            transient_signature(&QueryOutcome::exited(0, "", "")),
             Some(TransientSignature::EmptyAnswer)
         );
         assert_eq!(
-            transient_signature(&exited(1, "", "")),
+            transient_signature(&QueryOutcome::exited(1, "", "")),
             Some(TransientSignature::SilentFailure)
         );
         for lost_first in ["4428\n", "4428\n4511\n", "100\n"] {
             assert_eq!(
-                transient_signature(&exited(0, lost_first, "")),
+                transient_signature(&QueryOutcome::exited(0, lost_first, "")),
                 Some(TransientSignature::PidLinesOnly),
                 "{lost_first:?}"
             );
@@ -203,20 +194,20 @@ mod tests {
     #[test]
     fn clear_answers_hangs_and_wrong_shapes_are_not() {
         for outcome in [
-            exited(0, "100.0\n", ""),
-            exited(1, "", "Cannot find MPS control daemon process\n"),
-            exited(1, "x", CANNOT_SEND),
-            exited(1, "", "Cannot send command to MPS control daemon process"),
-            exited(2, "", ""),
-            exited(2, "", CANNOT_SEND),
-            exited(0, "", "warning\n"),
-            exited(0, "Unknown command\n", ""),
-            exited(0, "100.0\n4428\n", ""),
-            exited(0, "4428", ""),
-            exited(0, "4428\n\n", ""),
-            exited(0, "4428 4511\n", ""),
-            exited(0, "4428\n", "warning\n"),
-            exited(1, "4428\n", ""),
+            QueryOutcome::exited(0, "100.0\n", ""),
+            QueryOutcome::exited(1, "", "Cannot find MPS control daemon process\n"),
+            QueryOutcome::exited(1, "x", CANNOT_SEND),
+            QueryOutcome::exited(1, "", "Cannot send command to MPS control daemon process"),
+            QueryOutcome::exited(2, "", ""),
+            QueryOutcome::exited(2, "", CANNOT_SEND),
+            QueryOutcome::exited(0, "", "warning\n"),
+            QueryOutcome::exited(0, "Unknown command\n", ""),
+            QueryOutcome::exited(0, "100.0\n4428\n", ""),
+            QueryOutcome::exited(0, "4428", ""),
+            QueryOutcome::exited(0, "4428\n\n", ""),
+            QueryOutcome::exited(0, "4428 4511\n", ""),
+            QueryOutcome::exited(0, "4428\n", "warning\n"),
+            QueryOutcome::exited(1, "4428\n", ""),
             QueryOutcome::Exited {
                 code: Some(0),
                 signal: None,
@@ -249,7 +240,7 @@ mod tests {
 
     #[test]
     fn the_pause_doubles_up_to_the_cap_with_half_of_it_random() {
-        let busy = exited(1, "", CANNOT_SEND);
+        let busy = QueryOutcome::exited(1, "", CANNOT_SEND);
         let deadline = Duration::from_secs(5);
         let at = |attempts, jitter| {
             DAEMON_RETRY.next_delay(&busy, attempts, Duration::ZERO, deadline, jitter)
@@ -268,7 +259,7 @@ mod tests {
 
     #[test]
     fn no_retry_when_the_deadline_would_leave_too_little() {
-        let busy = exited(0, "", "");
+        let busy = QueryOutcome::exited(0, "", "");
         let deadline = Duration::from_secs(1);
         let next = |elapsed| DAEMON_RETRY.next_delay(&busy, 1, elapsed, deadline, 0);
         assert_eq!(
@@ -277,7 +268,7 @@ mod tests {
         );
         assert_eq!(next(Duration::from_millis(896)), None);
         assert_eq!(next(Duration::from_secs(2)), None);
-        let live = exited(0, "100.0\n", "");
+        let live = QueryOutcome::exited(0, "100.0\n", "");
         assert_eq!(
             DAEMON_RETRY.next_delay(&live, 1, Duration::ZERO, deadline, 0),
             None

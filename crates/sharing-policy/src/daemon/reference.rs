@@ -89,15 +89,6 @@ mod tests {
         }
     }
 
-    fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
-        QueryOutcome::Exited {
-            code: Some(code),
-            signal: None,
-            stdout: CapturedText::from_bytes(stdout.as_bytes(), false),
-            stderr: CapturedText::from_bytes(stderr.as_bytes(), false),
-        }
-    }
-
     fn status(record: Option<&QueryRecord>, dir: &[u8]) -> DaemonStatus {
         status_in(Vocabulary::Reference, record, dir)
     }
@@ -105,7 +96,7 @@ mod tests {
     #[test]
     fn the_reference_query_proves_a_daemon_by_its_server_pids_only() {
         let reference = |stdout: &str, stderr: &str| {
-            let mut query = record(exited(0, stdout, stderr));
+            let mut query = record(QueryOutcome::exited(0, stdout, stderr));
             query.stdin = REFERENCE_DAEMON_STDIN.to_owned();
             query.env_removed.clear();
             query
@@ -150,7 +141,11 @@ mod tests {
             DaemonStatus::NoAnswer(_)
         ));
         // Only the reference's empty answer is upgraded, never a failed query.
-        let mut gone = record(exited(1, "", "Cannot find MPS control daemon process\n"));
+        let mut gone = record(QueryOutcome::exited(
+            1,
+            "",
+            "Cannot find MPS control daemon process\n",
+        ));
         gone.stdin = REFERENCE_DAEMON_STDIN.to_owned();
         assert!(matches!(
             status_with_pid_file(words, Some(&gone), dir, Some(&pid_file(true))),

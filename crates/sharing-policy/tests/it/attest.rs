@@ -10,8 +10,6 @@ use sharing_policy::{
     client_query, parse_client_list, probe_stdin,
 };
 
-use crate::hosts::exited;
-
 pub(crate) const DIR: &str = "/tmp/nvidia-mps";
 pub(crate) const LEARNER: i64 = 4267;
 pub(crate) const COLLECTOR: i64 = 4281;
@@ -52,7 +50,10 @@ pub(crate) fn server(pid: i64, uid: u32, clients: &str) -> ServerFacts {
     let stdin = probe_stdin(&client_query(Pid::new(pid).unwrap()));
     ServerFacts {
         pid,
-        client_query: record(stdin, exited(0, &format!("100.0\n{clients}"), "")),
+        client_query: record(
+            stdin,
+            QueryOutcome::exited(0, &format!("100.0\n{clients}"), ""),
+        ),
         process: ProcessFacts {
             status_uid: Some(uid_line(uid)),
             ..ProcessFacts::new(pid)
@@ -80,7 +81,7 @@ pub(crate) fn with_servers(servers: Vec<ServerFacts>) -> AttestFacts {
         collector: client(COLLECTOR, 1000, Some(DIR)),
         server_query: Some(record(
             probe_stdin(&DAEMON_PROBE),
-            exited(0, &format!("100.0\n{list}"), ""),
+            QueryOutcome::exited(0, &format!("100.0\n{list}"), ""),
         )),
         servers,
         wait_ms: 0,
@@ -168,7 +169,7 @@ fn scenarios() -> Vec<(&'static str, AttestFacts)> {
     let mut no_daemon = healthy();
     no_daemon.server_query = Some(record(
         probe_stdin(&DAEMON_PROBE),
-        exited(1, "", "Cannot find MPS control daemon process\n"),
+        QueryOutcome::exited(1, "", "Cannot find MPS control daemon process\n"),
     ));
     no_daemon.servers.clear();
     out.push(("daemon-did-not-answer", no_daemon));
@@ -305,12 +306,15 @@ fn a_client_query_for_another_server_or_directory_is_unproven() {
 #[test]
 fn a_pid_first_line_is_unrecognized() {
     let mut facts = healthy();
-    facts.servers[0].client_query.outcome = exited(0, "4267\n4281\n", "");
+    facts.servers[0].client_query.outcome = QueryOutcome::exited(0, "4267\n4281\n", "");
     let attestation = attest(&facts);
     assert!(!attestation.attested);
     assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
     let mut facts = healthy();
-    facts.server_query = Some(record(probe_stdin(&DAEMON_PROBE), exited(0, "4428\n", "")));
+    facts.server_query = Some(record(
+        probe_stdin(&DAEMON_PROBE),
+        QueryOutcome::exited(0, "4428\n", ""),
+    ));
     let attestation = attest(&facts);
     assert!(!attestation.attested);
     assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
@@ -494,7 +498,7 @@ fn with_settings(status: &str, percentage: &str, limit: &str) -> AttestFacts {
         Pid::new(4428).unwrap(),
     ));
     let stdout = format!("100.0\n{status}100.0\n{percentage}100.0\n{limit}100.0\n");
-    facts.servers[0].settings_query = Some(record(stdin, exited(0, &stdout, "")));
+    facts.servers[0].settings_query = Some(record(stdin, QueryOutcome::exited(0, &stdout, "")));
     facts
 }
 

@@ -43,15 +43,6 @@ pub(crate) fn text(s: &str) -> CapturedText {
     CapturedText::from_bytes(s.as_bytes(), false)
 }
 
-pub(crate) fn exited(code: i32, stdout: &str, stderr: &str) -> QueryOutcome {
-    QueryOutcome::Exited {
-        code: Some(code),
-        signal: None,
-        stdout: text(stdout),
-        stderr: text(stderr),
-    }
-}
-
 /// No CUDA variable set (pipe directory `/tmp/nvidia-mps`).
 pub(crate) fn default_env() -> EnvFacts {
     env(None, None, None, None)
@@ -195,9 +186,9 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
     HostFacts {
         schema: SCHEMA_V1.to_owned(),
         os: "linux".to_owned(),
-        gpu_query: Some(gpu_query(exited(0, smi, ""))),
+        gpu_query: Some(gpu_query(QueryOutcome::exited(0, smi, ""))),
         control_pipe: Some(live_socket(&env)),
-        daemon_query: Some(daemon_query(&env, exited(0, answer, ""))),
+        daemon_query: Some(daemon_query(&env, QueryOutcome::exited(0, answer, ""))),
         pid_file: Some(pid_file(&env, "2718", true)),
         learner_uuid: None,
         cuda_device_uuids: None,
@@ -243,7 +234,7 @@ pub(crate) fn settings_with(
         stdout.push_str(&answer(*command));
         stdout.push_str("100.0\n");
     }
-    let mut record = daemon_query(&facts.env, exited(0, &stdout, ""));
+    let mut record = daemon_query(&facts.env, QueryOutcome::exited(0, &stdout, ""));
     record.stdin = probe_stdin(&session);
     Some(record)
 }
@@ -255,7 +246,7 @@ pub(crate) fn gpu_query_v2(smi: &str, mode: &str) -> QueryRecord {
     for row in smi.lines() {
         rows.push_str(&[mode, ", 550.163.01, ", row.trim_start(), "\n"].concat());
     }
-    let mut record = gpu_query(exited(0, &rows, ""));
+    let mut record = gpu_query(QueryOutcome::exited(0, &rows, ""));
     record.args = BASE_GPU_QUERY_ARGS
         .iter()
         .map(|a| (*a).to_owned())
@@ -337,7 +328,10 @@ pub(crate) fn served(answer: &str, server_uid: u32, mode: &str) -> HostFacts {
 fn no_daemon(env: EnvFacts, smi: &str, pipe: PipeFacts, pid: PidFileFacts) -> HostFacts {
     let mut facts = healthy(env, smi, "");
     facts.control_pipe = Some(pipe);
-    facts.daemon_query = Some(daemon_query(&facts.env, exited(1, "", CANNOT_FIND)));
+    facts.daemon_query = Some(daemon_query(
+        &facts.env,
+        QueryOutcome::exited(1, "", CANNOT_FIND),
+    ));
     facts.pid_file = Some(pid);
     facts
 }
@@ -490,7 +484,7 @@ pub(crate) fn all() -> Vec<(&'static str, HostFacts)> {
     ));
 
     let mut driver = healthy(default.clone(), ONE_H100, "100.0\n");
-    driver.gpu_query = Some(gpu_query(exited(9, DRIVER_FAILURE, "")));
+    driver.gpu_query = Some(gpu_query(QueryOutcome::exited(9, DRIVER_FAILURE, "")));
     out.push(("nvidia-smi-driver-failure", driver));
 
     let mut mac = HostFacts::unobserved("macos", default.clone());

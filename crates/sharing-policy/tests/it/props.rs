@@ -32,9 +32,6 @@ pub(crate) fn healthy_bases() -> Vec<HostFacts> {
     bases
 }
 
-/// The one builder, shared with the fixture tests (`props_*` import it from here).
-pub(crate) use crate::hosts::exited;
-
 /// Rebuilds every record that depends on the pipe directory, so the snapshot stays consistent.
 pub(crate) fn set_pipe_directory(facts: &mut HostFacts, directory: Option<OsText>) {
     facts.env.cuda_mps_pipe_directory = directory;

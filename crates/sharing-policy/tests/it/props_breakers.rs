@@ -118,7 +118,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
             code: Code::CudaUnavailable,
             apply: |_, f, s| {
                 let outcome = match s % 4 {
-                    0 => exited(
+                    0 => QueryOutcome::exited(
                         9,
                         "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
                         "",
@@ -130,7 +130,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                         stdout: CapturedText::default(),
                         stderr: CapturedText::default(),
                     },
-                    _ => exited(0, "No devices were found\n", ""),
+                    _ => QueryOutcome::exited(0, "No devices were found\n", ""),
                 };
                 set_v1_table(f, outcome);
             },
@@ -196,7 +196,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
                         Some(OsText::from("pci_bus_id")),
                     ][s % 3],
                 );
-                set_v1_table(f, exited(
+                set_v1_table(f, QueryOutcome::exited(
                     0,
                     "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n1, GPU-5a88edbe-90c4-2449-8c43-70c57591cca1, NVIDIA A100-SXM4-80GB, 00000000:2A:00.0\n",
                     "",
@@ -235,7 +235,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
             apply: |r, f, _| {
                 f.env.cuda_visible_devices =
                     Some(OsText::from(format!("{H100_A},{H100_B}").as_str()));
-                set_v1_table(f, exited(0, TWO_H100, ""));
+                set_v1_table(f, QueryOutcome::exited(0, TWO_H100, ""));
                 r.collector_device = Some("cuda:1".to_owned());
             },
         },
@@ -356,8 +356,8 @@ pub(crate) fn breakers() -> Vec<Breaker> {
             code: Code::DaemonUnreachable,
             apply: |_, f, s| {
                 let outcome = match s % 4 {
-                    0 => exited(1, "", "Cannot find MPS control daemon process\n"),
-                    1 => exited(
+                    0 => QueryOutcome::exited(1, "", "Cannot find MPS control daemon process\n"),
+                    1 => QueryOutcome::exited(
                         1,
                         "",
                         "Cannot authenticate or connect to MPS control daemon process\n",
@@ -398,14 +398,14 @@ pub(crate) fn breakers() -> Vec<Breaker> {
             code: Code::DaemonAnswerUnrecognized,
             apply: |_, f, s| {
                 let outcome = match s % 6 {
-                    0 => exited(0, "", ""),
-                    1 => exited(
+                    0 => QueryOutcome::exited(0, "", ""),
+                    1 => QueryOutcome::exited(
                         0,
                         "Unknown command \"get_default_active_thread_percentage\"\n",
                         "",
                     ),
-                    2 => exited(0, "100.0\n", "warning\n"),
-                    3 => exited(0, "100.0\nServer not found\n", ""),
+                    2 => QueryOutcome::exited(0, "100.0\n", "warning\n"),
+                    3 => QueryOutcome::exited(0, "100.0\nServer not found\n", ""),
                     4 => QueryOutcome::Exited {
                         code: Some(0),
                         signal: None,

@@ -55,7 +55,7 @@ pub(crate) fn any_os_text() -> impl Strategy<Value = Option<OsText>> {
 pub(crate) fn any_outcome() -> impl Strategy<Value = QueryOutcome> {
     prop_oneof![
         (select(vec![0, 1, 9, 255]), any_text(), any_text())
-            .prop_map(|(code, out, err)| exited(code, &out, &err)),
+            .prop_map(|(code, out, err)| QueryOutcome::exited(code, &out, &err)),
         (any_text(), any::<bool>(), any::<bool>()).prop_map(|(out, truncated, bad)| {
             let mut stdout = CapturedText::from_bytes(out.as_bytes(), truncated);
             stdout.non_utf8 |= bad;
@@ -236,7 +236,7 @@ pub(crate) fn any_facts() -> impl Strategy<Value = HostFacts> {
                     set_pipe_directory(&mut facts, dir);
                 }
                 if let Some(smi) = smi {
-                    set_v1_table(&mut facts, exited(0, smi, ""));
+                    set_v1_table(&mut facts, QueryOutcome::exited(0, smi, ""));
                 }
                 if let Some(outcome) = gpu_outcome {
                     set_v1_table(&mut facts, outcome);

@@ -7,7 +7,11 @@ use std::process::Command;
 /// Each library crate's direct run-time dependencies, exactly.
 const DIRECT: &[(&str, &[&str])] = &[
     ("gpu-uuid", &["serde", "thiserror"]),
-    ("sharing-policy", &["gpu-uuid", "serde", "thiserror"]),
+    ("mps-protocol", &["serde"]),
+    (
+        "sharing-policy",
+        &["gpu-uuid", "mps-protocol", "serde", "thiserror"],
+    ),
     ("mps-host", &["gpu-uuid", "rustix", "sharing-policy"]),
     (
         "sharing-manifest",
@@ -25,6 +29,7 @@ const DIRECT: &[(&str, &[&str])] = &[
 /// Optional features of the library crates, off by default, and the direct dependencies each
 /// adds (issue 13: `schemars` derives the JSON Schemas that `mps-preflight schema` prints).
 const OPTIONAL: &[(&str, &str, &[&str])] = &[
+    ("mps-protocol", "schemars", &["schemars"]),
     ("sharing-policy", "schemars", &["schemars"]),
     ("sharing-manifest", "schemars", &["schemars"]),
 ];
@@ -33,6 +38,7 @@ const OPTIONAL: &[(&str, &str, &[&str])] = &[
 /// macros' compile-time dependencies, and nothing that runs a process, parses argv or does I/O.
 const PURE_TREE: &[&str] = &[
     "gpu-uuid",
+    "mps-protocol",
     "sharing-policy",
     "serde",
     "serde_core",
@@ -138,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_consumer_of_the_pure_crates_compiles_only_serde_and_thiserror() {
-        for package in ["gpu-uuid", "sharing-policy"] {
+        for package in ["gpu-uuid", "mps-protocol", "sharing-policy"] {
             let all = tree(package, None).unwrap();
             let over: Vec<&String> = all
                 .iter()

@@ -11,18 +11,29 @@ use serde_json::Value;
 /// Internal crates each crate may depend on. A crate not listed here may not exist.
 const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
     ("gpu-uuid", &[]),
-    ("sharing-policy", &["gpu-uuid"]),
-    ("mps-host", &["sharing-policy", "gpu-uuid"]),
-    ("sharing-manifest", &["sharing-policy", "gpu-uuid"]),
+    ("mps-protocol", &[]),
+    ("sharing-policy", &["gpu-uuid", "mps-protocol"]),
+    ("mps-host", &["sharing-policy", "mps-protocol", "gpu-uuid"]),
+    (
+        "sharing-manifest",
+        &["sharing-policy", "mps-protocol", "gpu-uuid"],
+    ),
     (
         "mps-preflight",
-        &["gpu-uuid", "sharing-policy", "mps-host", "sharing-manifest"],
+        &[
+            "gpu-uuid",
+            "mps-protocol",
+            "sharing-policy",
+            "mps-host",
+            "sharing-manifest",
+        ],
     ),
     // The Python package sits beside the CLI, on the library crates and the CLI's `run`.
     (
         "mps-preflight-py",
         &[
             "gpu-uuid",
+            "mps-protocol",
             "sharing-policy",
             "mps-host",
             "sharing-manifest",
@@ -36,12 +47,16 @@ const ALLOWED_INTERNAL: &[(&str, &[&str])] = &[
 /// nothing that reads the environment, files, processes or the clock.
 const PURE_EXTERNAL: &[(&str, &[&str])] = &[
     ("gpu-uuid", &["thiserror", "serde"]),
+    ("mps-protocol", &["serde"]),
     ("sharing-policy", &["thiserror", "serde"]),
 ];
 
 /// Optional run-time dependencies the pure crates may have, behind a feature that is off by
 /// default (issue 13: `schemars` derives the JSON Schemas; it reads nothing from the host).
-const PURE_OPTIONAL: &[(&str, &[&str])] = &[("sharing-policy", &["schemars"])];
+const PURE_OPTIONAL: &[(&str, &[&str])] = &[
+    ("mps-protocol", &["schemars"]),
+    ("sharing-policy", &["schemars"]),
+];
 
 pub(crate) fn check() -> Result<(), String> {
     let metadata = cargo_metadata()?;

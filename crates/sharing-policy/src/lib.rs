@@ -5,9 +5,7 @@ mod assess;
 mod attest;
 mod class;
 mod code;
-mod commands;
 mod daemon;
-mod daemon_args;
 mod daemon_identity;
 mod daemon_log;
 mod device;
@@ -20,11 +18,9 @@ mod limits;
 mod lock;
 mod log_facts;
 mod namespace;
-mod os_text;
 mod proc_text;
 mod process;
 mod request;
-pub mod retry;
 mod served;
 mod session;
 mod start;
@@ -42,16 +38,13 @@ pub use attest::{
 };
 pub use class::CodeClass;
 pub use code::Code;
-pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
 pub use daemon_log::daemon_log_directory;
 pub use evidence::Evidence;
 pub use facts::{
-    AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,
-    DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind, GPU_QUERY_PROGRAM, HostFacts,
-    PID_FILE_NAME, PidFileFacts, PipeFacts, QueryOutcome, QueryRecord, SCHEMA, SCHEMA_V1,
-    SCHEMA_V2, SCHEMA_V3, SCHEMAS_READ, V2_ONLY_FIELDS, V3_ONLY_FIELDS, V4_ONLY_FIELDS, parse_pid,
-    schema_field_error,
+    AccessFacts, CONTROL_PIPE_NAME, DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind,
+    HostFacts, PID_FILE_NAME, PidFileFacts, PipeFacts, SCHEMA, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3,
+    SCHEMAS_READ, V2_ONLY_FIELDS, V3_ONLY_FIELDS, V4_ONLY_FIELDS, parse_pid, schema_field_error,
 };
 pub use finding::{Finding, Rejection};
 pub use gpu::{
@@ -65,7 +58,10 @@ pub use host_extra::{
 pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
-pub use os_text::OsText;
+pub use mps_protocol::{
+    Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, OsText, Pid,
+    QueryOutcome, QueryRecord, ReadOnlyCommand, client_query, probe_stdin, retry, separated,
+};
 pub use process::{
     CAP_SYS_PTRACE_BIT, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS,
     DaemonLockFacts, DaemonSearch, DaemonSearchMethod, LockFileFacts, ProcessFacts,

@@ -5,7 +5,6 @@
 use gpu_uuid::{GpuTableView, GpuUuid, VisibleDevices, VisibleEntry};
 
 use crate::daemon::{self, DaemonStatus};
-use crate::daemon_args;
 use crate::gpu::{HostTableError, TableText};
 pub(crate) use crate::proc_text::{effective_uid, read_error};
 use crate::{
@@ -163,7 +162,7 @@ pub(crate) enum DaemonProcess<'a> {
 /// Whether `cmdline` is the control daemon run as a daemon, as one known version's option
 /// parser reads it ([`crate::daemon_args`]: `-d`, `-f`, `--daemon`, `-dM`, …).
 fn is_control_daemon(cmdline: &[OsText]) -> bool {
-    daemon_args::read(cmdline).is_some()
+    mps_protocol::daemon_args::read(cmdline).is_some()
 }
 
 /// Whether the identified daemon's command line proves multi-user mode (`Some(true)`), proves
@@ -194,7 +193,7 @@ pub(crate) fn multiuser_of(process: &ProcessFacts) -> Option<bool> {
 /// 580's unique prefixes such as `-m`, combined `-dM`): `None` when no known parser reads it
 /// as a control daemon, or when they disagree.
 pub(crate) fn is_multiuser(cmdline: &[OsText]) -> Option<bool> {
-    daemon_args::read(cmdline).and_then(|daemon| daemon.multiuser)
+    mps_protocol::daemon_args::read(cmdline).and_then(|daemon| daemon.multiuser)
 }
 
 /// Whether `cmdline`'s program is the control program (not a server, whose `comm` is the

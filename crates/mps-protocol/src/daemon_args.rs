@@ -29,16 +29,16 @@ struct Parsed {
 
 /// What a command line shows about the control daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DaemonLine {
+pub struct DaemonLine {
     /// Whether it runs in multi-user mode (`None`: the parsers that read it as a daemon
     /// disagree).
-    pub(crate) multiuser: Option<bool>,
+    pub multiuser: Option<bool>,
 }
 
 /// The control daemon's mode, when `cmdline` is the control program run as a daemon by at
 /// least one known version's parser; `None` otherwise (a front-end client, a server, another
 /// program, or options no known parser reads).
-pub(crate) fn read(cmdline: &[OsText]) -> Option<DaemonLine> {
+pub fn read(cmdline: &[OsText]) -> Option<DaemonLine> {
     let (program, args) = cmdline.split_first()?;
     if program.as_bytes().rsplit(|b| *b == b'/').next() != Some(DAEMON_QUERY_PROGRAM.as_bytes()) {
         return None;

@@ -7,11 +7,17 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The program of the host GPU query.
+pub const GPU_QUERY_PROGRAM: &str = "nvidia-smi";
+
+/// The control daemon's front-end, run with no arguments and commands on standard input.
+pub const DAEMON_QUERY_PROGRAM: &str = "nvidia-cuda-mps-control";
+
 /// A process ID as the control daemon may be sent one: positive, at most `i32::MAX` (Linux's
 /// `pid_t`). It can only be built from a number or from ASCII digits, so its text is digits.
 ///
 /// ```
-/// use sharing_policy::Pid;
+/// use mps_protocol::Pid;
 ///
 /// assert_eq!(Pid::parse("4428").map(Pid::get), Some(4428));
 /// for bad in ["", "0", "-1", "+7", " 7", "7\n", "7 quit", "0x10", "2147483648", "١"] {
@@ -115,7 +121,7 @@ impl ReadOnlyCommand {
     /// for `get_client_list`.
     ///
     /// ```
-    /// use sharing_policy::{Pid, ReadOnlyCommand};
+    /// use mps_protocol::{Pid, ReadOnlyCommand};
     ///
     /// let pid = Pid::new(4428).unwrap();
     /// assert_eq!(ReadOnlyCommand::GetClientList(pid).line(), "get_client_list 4428");
@@ -139,7 +145,7 @@ impl ReadOnlyCommand {
     /// sign, no leading zero): how the validator reads back what a recorded query sent.
     ///
     /// ```
-    /// use sharing_policy::{Pid, ReadOnlyCommand};
+    /// use mps_protocol::{Pid, ReadOnlyCommand};
     ///
     /// let pid = Pid::new(4428).unwrap();
     /// assert_eq!(
@@ -215,14 +221,14 @@ pub fn client_query(server: Pid) -> [ReadOnlyCommand; 2] {
     ]
 }
 
-/// A settings session (issue 20): each command of `asked` with the liveness command before it
+/// A settings session: each command of `asked` with the liveness command before it
 /// and one after the last. The liveness answer is always one `%.1f` line, which no asked
 /// command prints except `get_active_thread_percentage <pid>`, whose answer is exactly one
 /// line; so the answers split unambiguously, an empty answer (no pinned limit) included, and an
 /// answer cut short loses its last liveness line and is refused.
 ///
 /// ```
-/// use sharing_policy::{Pid, ReadOnlyCommand, probe_stdin, separated};
+/// use mps_protocol::{Pid, ReadOnlyCommand, probe_stdin, separated};
 ///
 /// let server = Pid::new(4428).unwrap();
 /// let session = separated(&[

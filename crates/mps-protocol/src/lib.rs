@@ -1,0 +1,14 @@
+#![doc = include_str!("../README.md")]
+
+mod commands;
+pub mod daemon_args;
+mod os_text;
+mod record;
+pub mod retry;
+
+pub use commands::{
+    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, Pid, ReadOnlyCommand, client_query,
+    probe_stdin, separated,
+};
+pub use os_text::OsText;
+pub use record::{Attempt, CapturedText, QueryOutcome, QueryRecord};

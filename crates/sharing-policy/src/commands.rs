@@ -215,7 +215,7 @@ pub fn client_query(server: Pid) -> [ReadOnlyCommand; 2] {
     ]
 }
 
-/// A settings session (issue 20): each command of `asked` with the liveness command before it
+/// A settings session: each command of `asked` with the liveness command before it
 /// and one after the last. The liveness answer is always one `%.1f` line, which no asked
 /// command prints except `get_active_thread_percentage <pid>`, whose answer is exactly one
 /// line; so the answers split unambiguously, an empty answer (no pinned limit) included, and an

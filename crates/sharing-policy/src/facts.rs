@@ -165,7 +165,7 @@ pub struct HostFacts {
     /// (read as `None`) and left out of the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<OsText>,
-    /// v3: the settings session asked after a live daemon answered (issue 20,
+    /// v3: the settings session asked after a live daemon answered (see
     /// [`crate::separated`]): each listed server's state and the default pinned-memory limit
     /// of each GPU ordinal, between liveness lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -300,7 +300,7 @@ pub struct QueryRecord {
     pub elapsed_ms: u64,
     /// How it ended.
     pub outcome: QueryOutcome,
-    /// The attempts before this one, oldest first, when the query was retried (issue 15: the
+    /// The attempts before this one, oldest first, when the query was retried (the
     /// daemon query is asked again after a transient outcome, `sharing_policy::retry`). The
     /// fields above describe the last attempt, except `elapsed_ms`, which then counts from the
     /// first attempt's start. Absent in JSON when empty.

@@ -1,4 +1,4 @@
-//! Which daemon-query outcomes are transient, and when to ask again (issue 15, part 1).
+//! Which daemon-query outcomes are transient, and when to ask again.
 //!
 //! The control daemon serves one front-end ("UI") session at a time and drops the sessions that
 //! arrive meanwhile. Observed (OBS, Debian 535.261.03 and 550.163.01, an idle daemon, no GPU,
@@ -25,7 +25,7 @@
 //! (or clients) running it is PID lines only. Every daemon from 470 to 580 prints the
 //! percentage with `%.1f` (`100.0`; shared notes gpu-truth.md §5, §10 item 4), so a line of
 //! bare digits is never the percentage: an exit-0 answer made only of such lines is the
-//! [`TransientSignature::PidLinesOnly`] signature (issue 20 part 3), asked again, and judged
+//! [`TransientSignature::PidLinesOnly`] signature, asked again, and judged
 //! unrecognized when it is the last attempt — never read as an idle daemon.
 //!
 //! Never retried: `Cannot find MPS control daemon process` (no daemon, or one the caller may not

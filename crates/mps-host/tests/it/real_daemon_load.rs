@@ -1,4 +1,4 @@
-//! Many ranks probing one real control daemon at once (issue 15, part 1). The daemon serves one
+//! Many ranks probing one real control daemon at once. The daemon serves one
 //! front-end session at a time and drops the others (`sharing_policy::retry` names what they
 //! see); without retries 8 probes at once already gave false rejections. Runs against whichever
 //! daemon `$MPS_PREFLIGHT_MPS_CONTROL` names (`.ci/run` runs it for 535 and 550); skips without.

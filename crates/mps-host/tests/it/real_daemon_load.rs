@@ -9,7 +9,7 @@ use crate::common::daemon::{Daemon, binary_or_skip};
 use mps_host::capture_with;
 use sharing_policy::{HostFacts, Request, validate};
 
-/// Probes started at once: above the 16 the issue asks for, below what a 2-core CI machine
+/// Probes started at once: above the 16 the target asks for, below what a 2-core CI machine
 /// spawns comfortably within the deadline.
 const PROBES: usize = 24;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A cached Debian 11 (bullseye, glibc 2.31, Python 3.9) root for scripts/dist-check.sh (issue 22):
+# A cached Debian 11 (bullseye, glibc 2.31, Python 3.9) root for scripts/dist-check.sh:
 # the oldest suite the Debian mirror still serves (buster and stretch answer 404, see
 # shared/notes/dist.md). Built once with debootstrap (about 40 s, plus about 10 s for python3-venv),
 # then reused; prints its path on the last line.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The release artifacts as CI checks them (issue 22; docs/deploy.md):
+# The release artifacts as CI checks them (docs/deploy.md):
 #   1. `cargo package --workspace` (every crate, the unpublished ones too) and `cargo xtask dist`;
 #   2. the CLI: newest GLIBC symbol version <= 2.17, no libgcc_s, `--version` names the version;
 #   3. the wheel: `auditwheel show` says manylinux_2_17_x86_64; the wheel and sdist carry both

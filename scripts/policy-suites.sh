@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's policy suites through `mps-preflight test`, as CI runs them (issue 17):
+# The project's policy suites through `mps-preflight test`, as CI runs them:
 # fixtures/cases must pass, fixtures/failing-cases must fail (exit 1) with its FAIL line, and
 # both JUnit reports must parse with a real XML parser (Python's) and count what stdout counted.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python package (crates/mps-preflight-py, issue 11), as CI checks it:
+# The Python package (crates/mps-preflight-py), as CI checks it:
 #   1. a virtual environment with maturin, pytest and mypy from the Python package registry;
 #   2. clippy on the extension's own code (the `python` feature, which the workspace's normal
 #      build never turns on);

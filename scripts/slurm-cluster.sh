@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A throwaway one-node Slurm cluster on this machine, for the fleet tests (issue 14).
+# A throwaway one-node Slurm cluster on this machine, for the fleet tests.
 #
 # Usage: scripts/slurm-cluster.sh up DIR     start munged, slurmctld and slurmd with their config,
 #                                           state and logs all under DIR (created; must not exist)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fleet tests (issues 14, 23): the shipped Slurm recipes of contrib/slurm/, run against a
+# The fleet tests: the shipped Slurm recipes of contrib/slurm/, run against a
 # real one-node Slurm cluster (scripts/slurm-cluster.sh) with two fake GPUs (gres/gpu, gres/mps,
 # a fake nvidia-smi listing two H100s) and one real NVIDIA MPS control daemon per GPU
 # (scripts/fetch-mps-control.sh). .ci/run calls it after `cargo test --workspace`; a missing

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the committed JSON Schemas in docs/schemas/ from the Rust types (issue 13).
+# Regenerates the committed JSON Schemas in docs/schemas/ from the Rust types.
 # Run it after changing a snapshot, evidence, doctor or merge type (the test
 # `schemas::the_committed_schemas_are_what_the_types_generate` fails until then), and commit
 # the result.

@@ -1,4 +1,4 @@
-//! Names the build in `mps-preflight --version` (issue 22): the commit and the target, so a fleet
+//! Names the build in `mps-preflight --version`: the commit and the target, so a fleet
 //! can tell which build wrote a record.
 //!
 //! - commit: `MPS_PREFLIGHT_COMMIT` if set (a packager's override); else the `.cargo_vcs_info.json`

@@ -1,5 +1,5 @@
-//! `attest`'s reading of the daemon's answers and of each process's identity (issues 12, 20,
-//! 21): a fixed snapshot (server 4428 of UID 1000, learner 4267 and collector 4281 of UID 1000)
+//! `attest`'s reading of the daemon's answers and of each process's identity: a
+//! fixed snapshot (server 4428 of UID 1000, learner 4267 and collector 4281 of UID 1000)
 //! with the server query's stdout, the client query's stdout and the processes' start times
 //! replaced from the input, then `attest`.
 //!

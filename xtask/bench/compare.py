@@ -1,4 +1,4 @@
-"""Several builds of mps-preflight side by side in one run (issue 25, BENCHMARKS.md): each
+"""Several builds of mps-preflight side by side in one run (BENCHMARKS.md): each
 build's `probe` on the compiled fake hosts of `cargo xtask bench`, interleaved run by run with
 the floors, so that drift on a shared machine hits every column alike. A measurement, not a
 test.
@@ -8,7 +8,7 @@ test.
 Hosts: an idle daemon and a daemon serving server 4428, each without a pid file (the probe
 scans /proc, as on 470/535) and with one naming a live stand-in (550+). Floors (floor.c, a tiny
 C program run as a whole process): the two first-round queries alone (`floor, 2 queries`: the
-probe before issue 20's settings query), and with the settings query (`floor, 3 queries`, the
+probe before it asked the settings session), and with the settings query (`floor, 3 queries`, the
 session the newest build sends there, read from its `capture`).
 Every run must exit as expected. Prints each case's median and minimum in milliseconds.
 """

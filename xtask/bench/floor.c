@@ -1,4 +1,4 @@
-/* The floor of a probe (issue 25): the host queries `probe` makes, run by a tiny C program one
+/* The floor of a probe: the host queries `probe` makes, run by a tiny C program one
  * after the other, each with its stdin written and its output read to end of file, then reaped.
  * `cargo xtask bench` builds it with `cc -O2` and runs it as a whole process, as it runs probe.
  *

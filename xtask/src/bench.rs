@@ -1,7 +1,7 @@
 //! `cargo xtask bench [--concurrent] [--runs N] [--binary PATH]`: whole-process figures of the
-//! release `mps-preflight` (or of `--binary`, another build of it) on fake hosts (issues 6 and
-//! 25), and (`concurrent`, alone with `--concurrent`) 64 probes at once against the real control
-//! daemons (issue 15). A measurement, not a test: it prints a table with each target and whether
+//! release `mps-preflight` (or of `--binary`, another build of it) on fake hosts,
+//! and (`concurrent`, alone with `--concurrent`) 64 probes at once against the real control
+//! daemons. A measurement, not a test: it prints a table with each target and whether
 //! this machine met it, and fails only when the binary misbehaves (a healthy fake host rejected,
 //! say) or a fake host cannot be built.
 //!
@@ -15,12 +15,12 @@
 //! - `check --snapshot fixtures/hosts/healthy-idle-daemon.json` with an explicit request;
 //! - `probe` with the same request on each healthy host, with and without a daemon pid file
 //!   (550+ write one; without it, 470/535, the daemon is found by a `/proc` scan);
-//! - the floor of issue 25: `xtask/bench/floor.c`, a tiny C program making the probe's three
+//! - the probe's floor: `xtask/bench/floor.c`, a tiny C program making the probe's three
 //!   host queries one after the other, run as a whole process as `probe` is;
 //! - `probe --timeout-ms 1000` with both tools hung (`exec sleep 30`): one deadline, not two;
 //! - peak resident memory (`/usr/bin/time -f %M`) of `check`, `probe`, and `probe` while
 //!   `nvidia-smi` (then both tools) flood their output with `yes`;
-//! - `merge` of 1,024 and 10,000 rank manifests (issue 25).
+//! - `merge` of 1,024 and 10,000 rank manifests.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -63,7 +63,8 @@ const REQUEST: [&str; 8] = [
     "mjwarp",
 ];
 
-/// The targets of issue 6 (the probe's ratio as issue 25 set it).
+/// The performance targets of BENCHMARKS.md (the probe's ratio to its floor as set for the
+/// probe's own cost).
 const RATIO_TARGET: f64 = 1.15;
 const CHECK_TARGET: Duration = Duration::from_millis(3);
 const MEMORY_TARGET_KIB: u64 = 16 * 1024;
@@ -124,7 +125,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 /// The command line of `cargo xtask bench`.
 #[derive(Debug, PartialEq)]
 struct Options {
-    /// `--concurrent`: only the real-daemon concurrency section (issue 15).
+    /// `--concurrent`: only the real-daemon concurrency section.
     only_concurrent: bool,
     runs: usize,
     binary: Option<PathBuf>,

@@ -1,6 +1,6 @@
 //! The per-crate dependency budget of ARCHITECTURE.md ("Dependency budget"), checked against
 //! `cargo tree -e normal`: what a consumer of each library crate compiles and links, with
-//! dev-dependencies and the workspace's other crates out of the picture (issue 17).
+//! dev-dependencies and the workspace's other crates out of the picture.
 
 use std::process::Command;
 
@@ -27,7 +27,7 @@ const DIRECT: &[(&str, &[&str])] = &[
 ];
 
 /// Optional features of the library crates, off by default, and the direct dependencies each
-/// adds (issue 13: `schemars` derives the JSON Schemas that `mps-preflight schema` prints).
+/// adds (`schemars` derives the JSON Schemas that `mps-preflight schema` prints).
 const OPTIONAL: &[(&str, &str, &[&str])] = &[
     ("mps-protocol", "schemars", &["schemars"]),
     ("sharing-policy", "schemars", &["schemars"]),

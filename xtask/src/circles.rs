@@ -1,4 +1,4 @@
-//! No import circle between the top-level modules of a crate (issue 25): when two modules
+//! No import circle between the top-level modules of a crate: when two modules
 //! import each other, neither can be read, tested or moved alone, and the fix is to split by
 //! responsibility (the shared piece goes to a lower module that imports neither).
 //!

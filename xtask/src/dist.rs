@@ -1,4 +1,4 @@
-//! `cargo xtask dist`: the release artifacts of issue 22 in `target/dist/`, built the way
+//! `cargo xtask dist`: the release artifacts in `target/dist/`, built the way
 //! `shared/notes/dist.md` verified on this kind of machine (zig from `PyPI`, no Docker, no extra
 //! Rust target, no system package):
 //!

@@ -1,5 +1,5 @@
 //! `cargo xtask fuzz [--seconds N] [TARGET…]`: runs the cargo-fuzz targets of `fuzz/`
-//! (issue 6, "Robustness"), one after the other, each for N seconds (default 600), and prints
+//! one after the other, each for N seconds (default 600), and prints
 //! per target the runs, the seconds, libFuzzer's peak RSS and the result. Not part of `ci`.
 //!
 //! - cargo-fuzz is installed (`cargo install --locked cargo-fuzz`) when missing. It runs on the
@@ -27,7 +27,7 @@ const TARGETS: [&str; 6] = [
     "manifest_merge",
     "attest_answers",
 ];
-/// Seconds per target when `--seconds` is not given (issue 6: at least 10 minutes each).
+/// Seconds per target when `--seconds` is not given (at least 10 minutes each).
 const DEFAULT_SECONDS: u64 = 600;
 /// libFuzzer's limits: any input slower than this many seconds is a hang…
 const TIMEOUT_S: u64 = 5;

@@ -52,7 +52,7 @@ const PURE_EXTERNAL: &[(&str, &[&str])] = &[
 ];
 
 /// Optional run-time dependencies the pure crates may have, behind a feature that is off by
-/// default (issue 13: `schemars` derives the JSON Schemas; it reads nothing from the host).
+/// default (`schemars` derives the JSON Schemas; it reads nothing from the host).
 const PURE_OPTIONAL: &[(&str, &[&str])] = &[
     ("mps-protocol", &["schemars"]),
     ("sharing-policy", &["schemars"]),
@@ -61,7 +61,7 @@ const PURE_OPTIONAL: &[(&str, &[&str])] = &[
 pub(crate) fn check() -> Result<(), String> {
     let metadata = cargo_metadata()?;
     let mut violations = violations(&metadata);
-    // The source rules (issue 25): file sizes, what the render modules may name, and no import
+    // The source rules: file sizes, what the render modules may name, and no import
     // circle between a crate's modules.
     let root = metadata
         .get("workspace_root")

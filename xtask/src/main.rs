@@ -78,7 +78,7 @@ fn ci() -> Result<(), String> {
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
-    // The private items' docs too (issue 16 part 6): a contributor's `--document-private-items`
+    // The private items' docs too: a contributor's `--document-private-items`
     // build must not fail on an ambiguous link that the public build never sees.
     cargo(
         &[

@@ -1,5 +1,5 @@
-//! `cargo xtask package`: `cargo package --workspace` for the publishable library crates
-//! (issue 17), then each `.crate` file's contents checked against what a consumer needs, so
+//! `cargo xtask package`: `cargo package --workspace` for the publishable library crates,
+//! then each `.crate` file's contents checked against what a consumer needs, so
 //! that no fixture, test snapshot, bench or target file leaks into a package, and its size
 //! reported.
 
@@ -165,7 +165,7 @@ fn leaks(root: &str, entries: &[String]) -> Vec<String> {
         }
         let allowed = CARGO_FILES.contains(&path)
             || REQUIRED.contains(&path)
-            || path == "build.rs" // the binary's version string (issue 22)
+            || path == "build.rs" // the binary's version string
             || (path.starts_with("src/") && Path::new(path).extension() == Some("rs".as_ref()));
         if !allowed {
             problems.push(format!(

@@ -1,4 +1,4 @@
-//! The source rules of `cargo xtask layers` (issue 25), which `cargo metadata` cannot see:
+//! The source rules of `cargo xtask layers`, which `cargo metadata` cannot see:
 //!
 //! - no Rust source file of the repository is over [`MAX_LINES`] lines (split it by
 //!   responsibility; the two sharing-policy test files that were over it when the rule came in
@@ -8,7 +8,12 @@
 //!   they print comes from the one decision (`sharing_policy`), not from observing the host.
 //!   The check reads the text, so it sees `use mps_host::…`, `mps_host::` paths and
 //!   `extern crate mps_host`; a re-export through another module of the crate is not seen, and
-//!   is for review to catch.
+//!   is for review to catch;
+//! - no Rust source and no Markdown file but `CHANGELOG.md` mentions an issue by its number
+//!   (the word `issue` or `issues` in any case, then blanks, an optional `#` and a digit): a
+//!   reader has no tracker to look it up in, so a comment says what the code does and why.
+//!   The changelog may keep the numbers. The check reads one line at a time, so a number
+//!   wrapped onto the next line is not seen.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -41,6 +46,9 @@ const RENDER_MODULES: &[(&str, &[&str])] = &[
 /// Directories never walked: build output, VCS and tool state.
 const SKIPPED_DIRS: &[&str] = &["target", "node_modules", "corpus", "artifacts"];
 
+/// The one Markdown file that may name issues by number.
+const ISSUE_LOG: &str = "CHANGELOG.md";
+
 /// How deep the walk goes; the repository is far shallower.
 const MAX_DEPTH: usize = 24;
 
@@ -53,11 +61,17 @@ pub(crate) fn violations(root: &Path) -> Result<Vec<String>, String> {
     for path in &files {
         let relative = relative_text(root, path);
         let text = read(path)?;
-        found.extend(size_violation(&relative, &text));
+        found.extend(issue_violations(&relative, &text));
+        if path.extension().is_some_and(|ext| ext == "rs") {
+            found.extend(size_violation(&relative, &text));
+        }
     }
     for (module, forbidden) in RENDER_MODULES {
         let path = root.join(module);
-        let module_files: Vec<&PathBuf> = files.iter().filter(|f| f.starts_with(&path)).collect();
+        let module_files: Vec<&PathBuf> = files
+            .iter()
+            .filter(|f| f.starts_with(&path) && f.extension().is_some_and(|ext| ext == "rs"))
+            .collect();
         if module_files.is_empty() {
             found.push(format!(
                 "render module `{module}` is gone; update RENDER_MODULES in xtask/src/sources.rs"
@@ -86,7 +100,8 @@ fn relative_text(root: &Path, path: &Path) -> String {
         .into_owned()
 }
 
-/// The `.rs` files under `dir`, skipping hidden directories and [`SKIPPED_DIRS`].
+/// The `.rs` and `.md` files under `dir` (but [`ISSUE_LOG`]), skipping hidden directories and
+/// [`SKIPPED_DIRS`].
 fn walk(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!("{} is nested too deep to walk", dir.display()));
@@ -105,7 +120,10 @@ fn walk(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), String
             if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
                 walk(&path, depth + 1, files)?;
             }
-        } else if kind.is_file() && name.ends_with(".rs") {
+        } else if kind.is_file()
+            && (name.ends_with(".rs") || name.ends_with(".md"))
+            && name != ISSUE_LOG
+        {
             files.push(path);
         }
     }
@@ -117,6 +135,38 @@ fn size_violation(path: &str, text: &str) -> Option<String> {
     let lines = text.lines().count();
     (lines > MAX_LINES)
         .then(|| format!("{path} has {lines} lines, over {MAX_LINES}; split it by responsibility"))
+}
+
+/// Each line of `text` that mentions an issue by its number.
+fn issue_violations(path: &str, text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| names_issue_number(line))
+        .map(|(number, _)| {
+            format!(
+                "{path}:{}: names an issue by its number; say what the code does and why \
+                 (only {ISSUE_LOG} keeps issue numbers)",
+                number + 1
+            )
+        })
+        .collect()
+}
+
+/// Whether `line` holds the word `issue` or `issues` (any case), then optional blanks and `#`,
+/// then a digit.
+fn names_issue_number(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.match_indices("issue").any(|(at, word)| {
+        let before = lower[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return false;
+        }
+        let rest = &lower[at + word.len()..];
+        let rest = rest.strip_prefix('s').unwrap_or(rest);
+        let rest = rest.trim_start_matches([' ', '\t']);
+        let rest = rest.strip_prefix('#').unwrap_or(rest);
+        rest.starts_with(|c: char| c.is_ascii_digit())
+    })
 }
 
 /// Each line of `text` (comments aside) that names one of `forbidden` as a whole identifier.
@@ -189,6 +239,43 @@ mod tests {
             "{}",
             found[0]
         );
+    }
+
+    #[test]
+    fn a_mention_of_an_issue_number_fails() {
+        // Built from pieces, so that this file does not fail its own check.
+        let issue = |rest: &str| format!("{}{rest}", "Issue");
+        for line in [
+            format!("/// {}", issue(" 20: the server's state.")),
+            format!(
+                "// the lock stays ({}).",
+                issue(" 15, part 5").to_lowercase()
+            ),
+            format!("//! fake hosts ({}).", issue("s 12 and 13").to_lowercase()),
+            format!("## Merge at fleet scale ({})", issue(" #14")),
+            format!("    {}", issue("\t7").to_uppercase()),
+        ] {
+            let found = issue_violations("docs/a.md", &format!("# Title\n\n{line}\n"));
+            assert_eq!(found.len(), 1, "{line}");
+            assert!(
+                found[0].starts_with("docs/a.md:3: names an issue"),
+                "{}",
+                found[0]
+            );
+        }
+        for line in [
+            "// Issues with the daemon's answer are reported as findings.",
+            "/// See clap-rs/clap#6421: the issue is upstream.",
+            "let tissue_2 = 1; // no issue here, 20 times",
+            "misissue 4",
+            "issue_20()",
+        ] {
+            assert_eq!(
+                issue_violations("a.rs", line),
+                Vec::<String>::new(),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn big_table(rows: usize) -> String {
     text
 }
 
-/// `GpuTable::parse` by table size (issue 16 part 3): linear, so time per byte stays flat from
+/// `GpuTable::parse` by table size: linear, so time per byte stays flat from
 /// 1k to 150k rows (the pairwise repeat check it replaced took 40 s at 150k).
 #[divan::bench(args = [1_000, 10_000, 40_000, 150_000], sample_count = 10)]
 fn gpu_table_parse_rows(bencher: Bencher, rows: usize) {

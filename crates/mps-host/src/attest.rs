@@ -1,4 +1,4 @@
-//! `attest`'s observation (issue 12): after the learner and the collector started, the server
+//! `attest`'s observation: after the learner and the collector started, the server
 //! list, each server's client list and owner, and both processes' `/proc` entries, asked again
 //! with a bounded backoff while the policy says waiting may help. Raw: whether the processes
 //! are attached is `sharing_policy::attest`'s decision.
@@ -91,7 +91,7 @@ pub fn observe_attest_with(runner: &dyn Runner, options: &AttestOptions) -> Atte
     let mut rounds = 0_u32;
     // The daemon is long-lived: its pid file and process (multi-user mode) are read once.
     let daemon = observe_daemon(options, started + options.timeout);
-    // Each process's start time, pinned at the first round that read it (issue 21 part 2).
+    // Each process's start time, pinned at the first round that read it.
     let (mut learner_start, mut collector_start) = (None, None);
     loop {
         rounds = rounds.saturating_add(1);
@@ -188,7 +188,7 @@ fn client_list(runner: &dyn Runner, dir: &OsText, server: Pid, timeout: Duration
     )
 }
 
-/// The server's state, active-thread percentage and pinned-memory limit (issue 20:
+/// The server's state, active-thread percentage and pinned-memory limit (the commands of
 /// `sharing_policy::attest_settings_commands`), asked again while busy.
 fn server_settings(
     runner: &dyn Runner,

@@ -198,7 +198,7 @@ pub const MAX_CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
 
 /// A query on a thread of its own, or, when no thread can be had (a process limit,
 /// `RLIMIT_NPROC`: `std::thread::scope`'s `spawn` would panic), run on the joining thread
-/// instead (issue 21 part 3). Run one after the other, the queries take longer, but each
+/// instead. Run one after the other, the queries take longer, but each
 /// still has its own deadline, so the probe stays bounded.
 enum Concurrent<'scope, T, F> {
     Running(std::thread::ScopedJoinHandle<'scope, T>),

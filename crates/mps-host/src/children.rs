@@ -1,5 +1,5 @@
-//! The process groups of the queries running now, so that an interrupted CLI can end them
-//! (issue 15, part 2). Each query runs in its own process group, so a Ctrl-C to the CLI's group
+//! The process groups of the queries running now, so that an interrupted CLI can end them.
+//! Each query runs in its own process group, so a Ctrl-C to the CLI's group
 //! never reaches it: without this, a hung query outlives the CLI until its own deadline.
 
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -20,7 +20,7 @@ static FORBIDDEN: OnceLock<String> = OnceLock::new();
 
 /// From now on, no query of this process starts: each is recorded as a spawn failure saying
 /// `why`. For a process that could not install its signal handler (no thread under a process
-/// limit, issue 21 part 3): a query it started could outlive an interrupted run, one that never
+/// limit): a query it started could outlive an interrupted run, one that never
 /// starts cannot. The observation is then unrecorded, which no request passes on; a null
 /// request still never fails. The first reason given stays.
 pub fn forbid_queries(why: String) {

@@ -78,7 +78,7 @@ pub fn observe_process(root: &Path, pid: i64, daemon_details: bool) -> ProcessFa
     };
     let status = record("status", read_capped(root, pid, "status", STATUS_CAP));
     let comm = record("comm", read_capped(root, pid, "comm", COMM_CAP));
-    // The command line of servers too: argv[0] tells a server from a reused PID (issue 20).
+    // The command line of servers too: argv[0] tells a server from a reused PID.
     let cmdline = record("cmdline", read_capped(root, pid, "cmdline", CMDLINE_CAP));
     let environ = if daemon_details {
         record("environ", read_capped(root, pid, "environ", ENVIRON_CAP))
@@ -112,7 +112,7 @@ pub fn observe_process(root: &Path, pid: i64, daemon_details: bool) -> ProcessFa
 /// [`CLIENT_ENVIRON_VARS`] of `environ`.
 pub fn observe_client(root: &Path, pid: i64) -> ClientFacts {
     let mut client = ClientFacts::new(pid);
-    // The start time first: with the PID it is the process's identity (issue 21 part 2).
+    // The start time first: with the PID it is the process's identity.
     match read_capped(root, pid, "stat", STAT_CAP) {
         Ok(stat) => {
             client.start_time = sharing_policy::stat_start_time(&String::from_utf8_lossy(&stat));

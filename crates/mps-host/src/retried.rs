@@ -1,4 +1,4 @@
-//! The daemon query, asked again while its outcome is transient (issue 15). Which outcomes are
+//! The daemon query, asked again while its outcome is transient. Which outcomes are
 //! transient, and how long to wait, is `sharing_policy::retry`'s decision; this loop only runs
 //! the attempts, sleeps, and records every attempt in the one [`QueryRecord`].
 

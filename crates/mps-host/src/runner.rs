@@ -337,7 +337,7 @@ impl ChildIo<'_> {
         drain: bool,
     ) -> bool {
         // Uninitialised: the kernel writes what is read, and only that is looked at. A zeroed
-        // 64 KiB buffer per call was a sixth of a probe's own instructions (issue 25).
+        // 64 KiB buffer per call was a sixth of a probe's own instructions.
         let mut buffer: Vec<u8> = Vec::with_capacity(64 * 1024);
         let buffer = buffer.spare_capacity_mut();
         let mut exited = false;

@@ -1,4 +1,4 @@
-"""The Python package's benchmarks (issue 11, BENCHMARKS.md), on the valid-socket fake host with
+"""The Python package's benchmarks (BENCHMARKS.md), on the valid-socket fake host with
 compiled fake tools. A measurement, not a test: it prints a table.
 
     python crates/mps-preflight-py/bench/bench_probe.py [--runs N]
@@ -85,7 +85,7 @@ def side_by_side(runs: int) -> dict[str, list[float]]:
     from mps_preflight import compat
 
     torch = FakeTorch()
-    # The in-memory double of issue 25: answers as the reference's tests wrote theirs (its
+    # The in-memory double: answers as the reference's tests wrote theirs (its
     # 2-column table, a daemon listing server 4428), with no process spawned.
     answers = {"nvidia-smi": f"0, GPU-{UUID}\n", "nvidia-cuda-mps-control": "4428\n"}
 

@@ -74,7 +74,7 @@ fn observe(
                 let _ = done.send(());
                 facts
             });
-        // No thread (a process limit, RLIMIT_NPROC; issue 21 part 3): observe on this one,
+        // No thread (a process limit, RLIMIT_NPROC): observe on this one,
         // without the GIL. Each query keeps its deadline, but Ctrl-C waits for them.
         let Ok(observation) = spawned else {
             return Ok(py.detach(|| capture(&runner)));

@@ -64,7 +64,7 @@ mod tests {
     use crate::snapshot::{Source, load};
     use crate::spec::Spec;
 
-    /// Issue 24 part 2: the drop-in names only its own parameters. On every recorded host, no
+    /// The drop-in names only its own parameters. On every recorded host, no
     /// message or fix of a compat request names a command-line flag (`--learner-uuid`,
     /// `--devices`, …) or a keyword compat does not have (`learner_uuid=`); `nvidia-smi`'s own
     /// arguments and the daemon's `-d` are commands to run, not parameters.

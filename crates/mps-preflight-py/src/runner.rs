@@ -93,7 +93,7 @@ impl Runner for PyRunner {
     }
 }
 
-/// The reference's drop-in (issues 24 and 25). The reference calls `run_command` on the
+/// The reference's drop-in. The reference calls `run_command` on the
 /// calling thread, one query after the other, and trusts it to honour the `timeout` it passes;
 /// so does this runner, which starts no thread (starting threads and waking them across CPUs
 /// made the drop-in 1.75 times slower than the reference, BENCHMARKS.md). What it adds: a reply that comes back after the

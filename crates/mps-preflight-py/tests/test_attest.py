@@ -1,4 +1,4 @@
-"""`mps_preflight.attest` (issue 12): a fake `nvidia-cuda-mps-control` lists the PIDs of real
+"""`mps_preflight.attest`: a fake `nvidia-cuda-mps-control` lists the PIDs of real
 processes started here with `subprocess.Popen`, as a launcher starts the learner and collector."""
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def test_the_python_attest_recipe_of_docs_cli_kills_both_children(
 
 
 def test_the_same_pid_twice_is_a_value_error(host: FakeHost, processes: list) -> None:
-    """Issue 21 part 2: a launcher that captured `$!` twice is told so, never "attested"."""
+    """A launcher that captured `$!` twice is told so, never "attested"."""
     learner, collector, server = processes
     (host.root / "state" / "servers").write_text(f"{server.pid}\n")
     (host.root / "state" / f"clients.{server.pid}").write_text(f"{learner.pid}\n{collector.pid}\n")

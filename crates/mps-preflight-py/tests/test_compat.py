@@ -133,7 +133,7 @@ def test_raised_errors_give_the_real_tools_outcomes(host: FakeHost) -> None:
 
 def test_a_run_command_that_answers_after_its_deadline_is_not_believed(host: FakeHost) -> None:
     # As the reference does, the drop-in calls run_command on the calling thread and trusts it
-    # to honour `timeout` (issue 25: no thread, so it costs what the reference costs); an
+    # to honour `timeout` (no thread, so it costs what the reference costs); an
     # answer that comes back after the deadline and its grace is still never read.
     host.socket()
 

@@ -1,5 +1,5 @@
 """The reference module itself, side by side with mps_preflight.compat, on the same test
-doubles written the reference's way (issue 24 part 1): the same commands are sent, and the
+doubles written the reference's way: the same commands are sent, and the
 verdict and ``to_dict()`` are the reference's.
 
 The reference is the seed's text (/work/shared/seed/cuda_process_sharing.reference.txt),

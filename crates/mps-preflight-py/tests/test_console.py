@@ -65,7 +65,7 @@ def test_the_console_command_is_the_binary(args: list[str], host: FakeHost) -> N
     console, binary = host.cli(*args), _binary_run(host, args)
     if args == ["--version"]:
         # `mps-preflight 0.2.0 (<commit>, <target>)`: the release must match; the commit and
-        # target name each build (issue 22), and the wheel is not the binary's build.
+        # target name each build, and the wheel is not the binary's build.
         console, binary = (Run(r.code, _release(r.stdout), r.stderr) for r in (console, binary))
     assert console == binary
 
@@ -117,7 +117,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_ctrl_c_ends_the_console_command_as_it_ends_the_binary(host: FakeHost) -> None:
-    # Both kill and reap the hung query's process group, then exit 128 + SIGINT (issue 15).
+    # Both kill and reap the hung query's process group, then exit 128 + SIGINT.
     host.one_gpu().socket()
     console = _interrupted([str(CONSOLE)], host)
     assert console == (128 + signal.SIGINT, [])
@@ -143,7 +143,7 @@ sys.exit(1)
 
 
 def test_ctrl_c_in_probe_raises_keyboard_interrupt_and_leaves_no_query(host: FakeHost) -> None:
-    # Issue 15: KeyboardInterrupt in the calling thread ends the probe at once (not at its 20 s
+    # KeyboardInterrupt in the calling thread ends the probe at once (not at its 20 s
     # deadline), and the hung query's process group is killed and reaped.
     host.one_gpu().socket()
     pids = host.root / "pids"
@@ -195,7 +195,7 @@ _COMMANDS = {
 def test_closed_standard_streams_still_record_the_manifest(
     name: str, closed: str, host: FakeHost
 ) -> None:
-    # Issue 21 part 4: with stdout or stderr closed, the console command behaves like the
+    # With stdout or stderr closed, the console command behaves like the
     # binary: exit 0 with the manifest written (its evidence intact, not mixed with the output
     # that had nowhere to go), or exit 2 for an input error; never a traceback and exit 1.
     host.healthy()

@@ -1,4 +1,4 @@
-"""Issue 21 part 1: `write_manifest` goes through the one atomic writer, and its error says
+"""`write_manifest` goes through the one atomic writer, and its error says
 what failed and the file's state, as the command line's does."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21 part 3: under a per-user process limit (RLIMIT_NPROC) the native probe and capture
+"""Under a per-user process limit (RLIMIT_NPROC) the native probe and capture
 never raise PanicException (which `except Exception` does not catch): a null request still
 answers, an explicit one is a Rejected, whatever threads and processes could be had."""
 

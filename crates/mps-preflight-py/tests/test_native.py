@@ -179,7 +179,7 @@ def test_record_and_write_manifest_keep_every_other_key(tmp_path: Path) -> None:
     path.write_text('{"run_id": "abc", "steps": 10}')
     mps_preflight.write_manifest(path, evidence)
     written = json.loads(path.read_text())
-    # The file write also names the evidence's schema beside it (issue 13); `record` keeps the
+    # The file write also names the evidence's schema beside it; `record` keeps the
     # reference module's in-memory shape.
     assert list(written) == [
         "run_id",
@@ -190,7 +190,7 @@ def test_record_and_write_manifest_keep_every_other_key(tmp_path: Path) -> None:
     ]
     assert written["cuda_process_sharing"] == evidence.to_dict()
     assert written["cuda_process_sharing_schema"] == "mps-preflight/evidence/v1"
-    # The release that wrote it is this package's version (issue 22).
+    # The release that wrote it is this package's version.
     assert written["cuda_process_sharing_writer"] == f"mps-preflight {mps_preflight.__version__}"
 
     mps_preflight.write_manifest(tmp_path / "new.json", evidence)
@@ -252,7 +252,7 @@ def test_arguments_are_checked_as_the_cli_checks_them() -> None:
 
 
 def test_stated_minimums_are_the_cli_flags(host: FakeHost) -> None:
-    """``min_active_thread_percentage=`` and ``min_pinned_mem=`` (issue 20) are read by the
+    """``min_active_thread_percentage=`` and ``min_pinned_mem=`` are read by the
     CLI's own parsers: a bad value is a ValueError, never a dropped requirement."""
     for name, found in [("v3-no-pinned-limit", None), ("v3-pinned-limit-512m", "512M")]:
         fixture = FIXTURES / f"{name}.json"
@@ -372,7 +372,7 @@ def test_the_console_command_is_the_cli(host: FakeHost) -> None:
     assert host.cli("check", "--snapshot", str(host.root / "missing.json"), *MPS_FLAGS).code == 2
     assert host.cli("--rank").code == 2
     version = host.cli("--version")
-    # `mps-preflight 0.2.0 (<commit>, <target>)` (issue 22): the same release as __version__.
+    # `mps-preflight 0.2.0 (<commit>, <target>)`: the same release as __version__.
     assert version.code == 0
     assert version.stdout.startswith(f"mps-preflight {mps_preflight.__version__} ("), version.stdout
     assert host.cli("probe", "--help").stdout.startswith("Observe this host")

@@ -1,4 +1,4 @@
-//! The lower floor of the command line (issue 25): what several subcommands share and that
+//! The lower floor of the command line: what several subcommands share and that
 //! imports nothing above it: the request's arguments (probe, check, doctor, the policy
 //! suites), the output formats, the flags' value parsers, the exit-status block and the help
 //! paragraphs. `cli.rs` and the subcommands' modules import it, never the other way round.
@@ -207,7 +207,7 @@ pub(crate) fn parse_int(text: &str) -> Result<i64, String> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("expected an integer, got {text:?}"));
     }
-    // Saturating would report a value that was not given (issue 16 part 4).
+    // Saturating would report a value that was not given.
     let value = digits
         .parse::<i128>()
         .ok()

@@ -1,4 +1,4 @@
-//! `attest` (issue 12): after the learner and the collector started, prove read-only that both
+//! `attest`: after the learner and the collector started, prove read-only that both
 //! are clients of one MPS server of their user on the validated pipe directory, and record the
 //! proof in the run's manifest. Live (`mps_host::observe_attest`) or replayed (`--snapshot`).
 
@@ -177,7 +177,7 @@ fn load(path: &Path) -> Result<AttestFacts, String> {
         .map_err(|err| format!("{shown}: not a valid {ATTEST_SCHEMA} snapshot: {err}"))
 }
 
-/// The usage error of one PID given for both processes (issue 21 part 2): exit 2.
+/// The usage error of one PID given for both processes: exit 2.
 pub(crate) fn usage(same: &str) -> Output {
     Output::input(format!(
         "--learner-pid and --collector-pid must name two processes: {same}"
@@ -219,7 +219,7 @@ fn save(path: &Path, facts: &AttestFacts) -> Result<(), Output> {
     .map_err(|err| Output::input(err.to_string()))
 }
 
-/// A wait of zero or more milliseconds; a negative one is named as such (issue 16 part 4).
+/// A wait of zero or more milliseconds; a negative one is named as such.
 fn parse_millis(text: &str) -> Result<u64, String> {
     text.parse::<u64>().map_err(|_| {
         let what = if text.starts_with('-') {

@@ -1,5 +1,5 @@
 //! The subcommands that observe or judge a host (probe, capture, check, doctor) and merge ranks,
-//! one module each (issue 25), and what they share: where the facts come from and how a verdict
+//! one module each, and what they share: where the facts come from and how a verdict
 //! becomes output.
 
 use std::path::Path;

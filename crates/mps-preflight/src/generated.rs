@@ -1,5 +1,5 @@
 //! `completions` and `man`: texts generated from the clap definitions, so they cannot drift from
-//! `--help` (issue 16 part 7).
+//! `--help`.
 
 use clap_complete::Shell;
 
@@ -28,7 +28,7 @@ pub(crate) fn completions(args: &CompletionsArgs, mut command: clap::Command) ->
 
 /// `clap_complete`'s bash script names each subcommand's state `mps__preflight__subcmd__check`
 /// where it sets it, but `mps__subcmd__preflight__subcmd__check` in the `case` arms that
-/// complete its flags (its hyphenated-binary-name bug, clap-rs/clap issues 6421 and 6529), so
+/// complete its flags (its hyphenated-binary-name bug, clap-rs/clap#6421 and #6529), so
 /// nothing after the subcommand ever completed. The arms are renamed to the state's name.
 fn bash_states_fixed(script: &[u8]) -> Vec<u8> {
     String::from_utf8_lossy(script)

@@ -1,4 +1,4 @@
-//! SIGINT, SIGTERM and SIGHUP (issue 15, part 2): the queries run in process groups of their
+//! SIGINT, SIGTERM and SIGHUP: the queries run in process groups of their
 //! own, so a Ctrl-C to the CLI's group never reaches them. A thread waits for the signal, kills
 //! and reaps every running query's group, and exits with 128 + the signal number.
 
@@ -14,7 +14,7 @@ const REAP_GRACE: Duration = Duration::from_millis(300);
 /// Starts the thread that turns a signal into a clean exit.
 ///
 /// The thread starts before the signals are caught: caught with no thread to act on them (no
-/// thread under `RLIMIT_NPROC`, issue 21 part 3), they would be ignored, since signal-hook never
+/// thread under `RLIMIT_NPROC`), they would be ignored, since signal-hook never
 /// restores the default action. On an error the default actions stay in place.
 pub(crate) fn install() -> std::io::Result<()> {
     let (sender, receiver) = mpsc::sync_channel::<Signals>(1);

@@ -79,8 +79,8 @@ where
     if let Err(err) = interrupt::install() {
         // Under a process limit (RLIMIT_NPROC) the handler's thread cannot start. A query
         // started without it could outlive a Ctrl-C, so none starts: the observation is
-        // unrecorded, which rejects an explicit request and leaves a null one's fields null
-        // (issue 21 part 3). Commands that run no query work as usual.
+        // unrecorded, which rejects an explicit request and leaves a null one's fields null.
+        // Commands that run no query work as usual.
         mps_host::forbid_queries(format!(
             "the signal handler could not be installed ({err}), and a query started without it could outlive an interrupted run"
         ));
@@ -89,7 +89,7 @@ where
 }
 
 /// Prints clap's message, with every argument that holds a control character escaped where
-/// clap quotes it, so a hostile argument cannot forge an `error:` line (issue 15).
+/// clap quotes it, so a hostile argument cannot forge an `error:` line.
 fn print_usage_error(err: &clap::Error, args: &[OsString]) {
     let mut text = err.render().to_string();
     for arg in args.iter().skip(1) {

@@ -102,7 +102,7 @@ impl Output {
     }
 }
 
-/// The most characters of one quoted value a message shows (issue 16 part 3: a 13 MB string
+/// The most characters of one quoted value a message shows (a 13 MB string
 /// in a snapshot made a 13 MB error line).
 pub(crate) const QUOTED_CAP: usize = 200;
 

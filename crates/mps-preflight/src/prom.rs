@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sharing_policy::{Code, Verdict};
 
 /// What one probe saw, as the metrics report it: renderings of the probe's one verdict, never
-/// a judgement of their own (issue 25), so the textfile says what the evidence says.
+/// a judgement of their own, so the textfile says what the evidence says.
 pub(crate) struct ProbeMetrics<'a> {
     /// The request judged once: its evidence's `validated`, its findings, the ambient state.
     pub(crate) verdict: &'a Verdict,

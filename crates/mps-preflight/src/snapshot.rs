@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sharing_policy::{HostFacts, SCHEMA, SCHEMA_V1, SCHEMA_V2, SCHEMAS_READ};
 
-/// The fields inside a query record that only v2 defines (issue 15's retries).
+/// The fields inside a query record that only v2 defines (a retried query's earlier attempts).
 const V2_ONLY_QUERY_FIELDS: [&str; 1] = ["earlier_attempts"];
 
 /// Reads the snapshot at `path`. Every failure is an input error (exit 2), with a message that
@@ -54,7 +54,7 @@ fn read_stdin(deadline: Duration) -> Result<Value, String> {
                 .read_to_end(&mut bytes);
             let _ = sender.send(read.map(|_| bytes));
         });
-    // Without a thread (RLIMIT_NPROC, issue 21 part 3) the read could not be bounded in time.
+    // Without a thread (RLIMIT_NPROC) the read could not be bounded in time.
     if let Err(err) = spawned {
         return Err(format!(
             "standard input: cannot start a thread to read the snapshot within its deadline: {err}; pass --snapshot FILE"

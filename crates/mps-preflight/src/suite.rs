@@ -1,4 +1,4 @@
-//! `test`: policy suites over captured hosts (issue 17). Each case of a `*.cases.json` file is
+//! `test`: policy suites over captured hosts. Each case of a `*.cases.json` file is
 //! a snapshot, a request and the expected outcome; the same `sharing_policy::validate` as
 //! `check` judges it, and nothing on this host is observed or run.
 //!

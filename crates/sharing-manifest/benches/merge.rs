@@ -1,5 +1,5 @@
-//! `cargo bench -p sharing-manifest`: `merge` of a 1,024-rank run (issue 14, "merge at fleet
-//! scale"; target under 100 ms), the way `mps-preflight merge run/rank*/manifest.json` does it.
+//! `cargo bench -p sharing-manifest`: `merge` of a 1,024-rank run (the fleet-scale
+//! target: under 100 ms), the way `mps-preflight merge run/rank*/manifest.json` does it.
 //!
 //! The run is 1,024 manifests, one per rank, written once into a temp directory before any
 //! timing: ranks on `hosts` hosts (8 ranks per host for 128 hosts; all on one for 1), each

@@ -1,4 +1,4 @@
-//! `attest`'s record in a manifest (issue 12): the attestation under
+//! `attest`'s record in a manifest: the attestation under
 //! `cuda_process_sharing.attestation`, its version beside it, every other key kept; and how
 //! `merge` reads it back.
 

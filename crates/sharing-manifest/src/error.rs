@@ -1,5 +1,5 @@
 //! The error every file operation of this crate reports, below the modules that read, lock
-//! and write files (issue 25: `file.rs` and `lock.rs` used to import each other for it).
+//! and write files (`file.rs` and `lock.rs` used to import each other for it).
 
 use std::io;
 use std::os::unix::ffi::OsStrExt as _;

@@ -16,7 +16,7 @@ pub const EVIDENCE_SCHEMA: &str = "mps-preflight/evidence/v1";
 /// The manifest key that records [`EVIDENCE_SCHEMA`], beside [`MANIFEST_KEY`].
 pub const MANIFEST_SCHEMA_KEY: &str = "cuda_process_sharing_schema";
 
-/// The manifest key that names the release that wrote the record (issue 22), right after
+/// The manifest key that names the release that wrote the record, right after
 /// [`MANIFEST_SCHEMA_KEY`]: a fleet can tell which build wrote a record. Its value is
 /// [`MANIFEST_WRITER`]. Informational: readers never require or check it.
 pub const MANIFEST_WRITER_KEY: &str = "cuda_process_sharing_writer";
@@ -26,8 +26,8 @@ pub const MANIFEST_WRITER_KEY: &str = "cuda_process_sharing_writer";
 pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERSION"));
 
 /// The evidence keys, in the order they are written: the seed's `to_dict` order, then
-/// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`, then
-/// what the processes will be served with (issue 20: the daemon's default active-thread
+/// `daemon_pid`, then the keys of "validated means served", then `host_name`, then
+/// what the processes will be served with (the daemon's default active-thread
 /// percentage and pinned-memory limit, the server's state), then the room of `/dev/shm` and
 /// the advisories.
 pub const EVIDENCE_KEYS: [&str; 37] = [
@@ -203,8 +203,9 @@ fn number(value: Option<i64>) -> Value {
 /// Reads evidence back from JSON: either an evidence object, or a manifest that holds one
 /// under [`MANIFEST_KEY`].
 ///
-/// Unknown keys are ignored, and a missing `daemon_pid`, issue 10 key or `host_name` reads as
-/// `null` (or an empty list), so the seed's 15-key evidence and older evidence are accepted too.
+/// Unknown keys are ignored, and a missing `daemon_pid`, "validated means served" key or
+/// `host_name` reads as `null` (or an empty list), so the seed's 15-key evidence and older
+/// evidence are accepted too.
 ///
 /// # Errors
 /// A message saying why the value is not evidence (missing key, wrong type).

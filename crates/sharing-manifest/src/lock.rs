@@ -1,4 +1,4 @@
-//! The manifest lock (issue 15, part 5): launchers share one run manifest, so every writer
+//! The manifest lock: launchers share one run manifest, so every writer
 //! takes `flock(LOCK_EX)` on the sidecar `<manifest>.lock` around its read-modify-write. A lock
 //! on the manifest itself would not do: the atomic rename replaces its inode. The sidecar is
 //! created with mode 0644 when missing and never removed (removing it would let two writers

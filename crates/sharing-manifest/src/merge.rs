@@ -330,7 +330,7 @@ fn check_modes(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
 }
 
 /// Distinct values of `key` in first-seen order, each with the sources holding it. A hash index
-/// finds a value's group, so grouping 10,000 ranks by rank is linear, not quadratic (issue 25).
+/// finds a value's group, so grouping 10,000 ranks by rank is linear, not quadratic.
 fn group<K: Eq + Hash + Clone>(
     ranks: &[RankRecord],
     key: impl Fn(&Evidence) -> K,

@@ -1,4 +1,4 @@
-//! The one atomic writer (issue 21 part 1). Every file the tools write goes through here: run
+//! The one atomic writer. Every file the tools write goes through here: run
 //! manifests, `capture --output`, `test --junit`, `probe --prom-textfile`, `attest
 //! --save-snapshot`. So one mode rule, one refusal of targets that are not regular files and
 //! one error shape hold for all of them, and a later fix lands everywhere at once.

@@ -1,4 +1,4 @@
-//! The manifest lock protocol (issue 15, part 5) with writers that are not this crate: Python
+//! The manifest lock protocol with writers that are not this crate: Python
 //! launchers following docs/cli.md's example, alongside `record_in_manifest` in threads.
 #![allow(
     clippy::unwrap_used,
@@ -128,7 +128,7 @@ fn concurrent_writers_of_both_kinds_lose_no_key() {
         .filter(|key| !object.contains_key(key))
         .collect();
     assert!(lost.is_empty(), "lost keys: {lost:?}");
-    // "a", the evidence, its version (issue 13) and its writer (issue 22), then the launchers'
+    // "a", the evidence, its version and its writer, then the launchers'
     // keys.
     assert_eq!(
         written["cuda_process_sharing_schema"],

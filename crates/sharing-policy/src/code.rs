@@ -525,7 +525,7 @@ impl Code {
         }
     }
 
-    /// [`Code::why`] of the codes of what the processes will be served with (issue 20).
+    /// [`Code::why`] of the codes of what the processes will be served with.
     fn settings_why(self) -> &'static str {
         match self {
             Self::ServerFault => {

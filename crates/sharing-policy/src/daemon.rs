@@ -396,7 +396,7 @@ mod tests {
             "100.0\n0\n",
             "1.\n",
             ".5\n",
-            // A session that lost its first command: the server PIDs alone (issue 20 part 3).
+            // A session that lost its first command: the server PIDs alone.
             "4428\n",
             "4428\n4511\n",
             "50\n7\n",
@@ -532,7 +532,7 @@ mod tests {
             proptest::prop_assert_eq!(is_percentage(&line), reference_percentage(&line));
         }
 
-        /// Issue 20 part 3: an answer made of PID lines only (a session that lost its first
+        /// An answer made of PID lines only (a session that lost its first
         /// command) is never a live, idle daemon, however many PIDs it lists.
         #[test]
         fn pid_lines_are_never_a_live_daemon(pids in proptest::collection::vec(1_u32..4_194_304, 1..5)) {

@@ -5,7 +5,7 @@ use crate::Code;
 /// Per-rank evidence: the seed's `to_dict` keys, in its order, plus `daemon_pid`, then what
 /// "served" needs (schema v2): who asked, who owns the servers, the daemon's GPU scope and
 /// mode, the GPU's compute mode and driver, and what could not be verified; then the host
-/// the rank ran on (`host_name`), which `merge` groups by; last (issue 20), what the processes
+/// the rank ran on (`host_name`), which `merge` groups by; last, what the processes
 /// will be served with: the daemon's default active-thread percentage and pinned-memory limit
 /// for the GPU, and the server's state.
 ///
@@ -80,7 +80,7 @@ pub struct Evidence {
     #[serde(default)]
     pub host_name: Option<String>,
     /// The daemon's default active-thread percentage, from the liveness line
-    /// (`get_default_active_thread_percentage`, `%.1f`); null when not read. Issue 20.
+    /// (`get_default_active_thread_percentage`, `%.1f`); null when not read.
     #[serde(default)]
     pub default_active_thread_percentage: Option<crate::Percentage>,
     /// The daemon's default pinned-memory limit for the validated GPU's device ordinal, as

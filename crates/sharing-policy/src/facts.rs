@@ -159,7 +159,7 @@ pub struct HostFacts {
     /// (read as `None`) and left out of the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<OsText>,
-    /// v3: the settings session asked after a live daemon answered (issue 20,
+    /// v3: the settings session asked after a live daemon answered (see
     /// [`crate::separated`]): each listed server's state and the default pinned-memory limit
     /// of each GPU ordinal, between liveness lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,4 +1,4 @@
-//! What the processes will be served with (issue 20 part 4): the daemon's default active
+//! What the processes will be served with: the daemon's default active
 //! thread percentage, its default pinned-memory limit per device, and a server's state, as
 //! the daemon prints them (docs/mps-daemon.md §5b; gpu-truth §4–5).
 //!

@@ -1,4 +1,4 @@
-//! PID namespaces (issue 20 part 2): the daemon prints PIDs as its own PID namespace sees them
+//! PID namespaces: the daemon prints PIDs as its own PID namespace sees them
 //! (NVIDIA's docs, for `ps` and `terminate_client`; shared notes gpu-truth.md §2, §10 items 2
 //! and 3), while `attest` is given PIDs of its own namespace and reads its own `/proc`.
 

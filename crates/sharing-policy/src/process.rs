@@ -54,8 +54,8 @@ pub struct ProcessFacts {
     pub status_uid: Option<String>,
     /// `/proc/<pid>/comm` without its newline.
     pub comm: Option<String>,
-    /// `/proc/<pid>/cmdline`, split at its NUL bytes (recorded for daemon candidates and, since
-    /// issue 20, listed servers).
+    /// `/proc/<pid>/cmdline`, split at its NUL bytes (recorded for daemon candidates and, in
+    /// newer snapshots, listed servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cmdline: Option<Vec<OsText>>,
     /// The [`DAEMON_ENVIRON_VARS`] that `/proc/<pid>/environ` sets (an absent key is unset;
@@ -65,8 +65,8 @@ pub struct ProcessFacts {
     /// The OS error of each file that could not be read.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
-    /// `readlink /proc/<pid>/ns/pid` (`pid:[4026531836]`), raw: its PID namespace (issue 20;
-    /// absent in older snapshots).
+    /// `readlink /proc/<pid>/ns/pid` (`pid:[4026531836]`), raw: its PID namespace (absent
+    /// in older snapshots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_namespace: Option<String>,
     /// The text after `NSpid:` in `/proc/<pid>/status`: its PID in each namespace from the
@@ -192,14 +192,14 @@ pub struct ClientFacts {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, String>,
     /// Its start time: field 22 of `/proc/<pid>/stat` (clock ticks after boot), read in this
-    /// round (issue 21 part 2; absent in older snapshots).
+    /// round (absent in older snapshots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<u64>,
     /// The start time pinned at the first observation that read one (`--wait-ms` rounds): a
     /// later round that reads another start time saw another process that reused the PID.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_start_time: Option<u64>,
-    /// `readlink /proc/<pid>/ns/pid`, raw (issue 20; absent in older snapshots).
+    /// `readlink /proc/<pid>/ns/pid`, raw (absent in older snapshots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_namespace: Option<String>,
     /// The text after `NSpid:` in `/proc/<pid>/status`, raw (absent in older snapshots).

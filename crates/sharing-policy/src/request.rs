@@ -33,7 +33,7 @@ pub struct Request {
     #[serde(default)]
     pub vocabulary: Vocabulary,
     /// The least default active-thread percentage the daemon must give each new server
-    /// (`--min-active-thread-percentage`; issue 20); `None` states no minimum.
+    /// (`--min-active-thread-percentage`); `None` states no minimum.
     #[serde(default)]
     pub min_active_thread_percentage: Option<Percentage>,
     /// The least default pinned-memory limit the daemon may set for the GPU

@@ -135,7 +135,7 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
                 .and_then(|all| all.iter().find(|process| process.pid == pid));
             let owner = match process {
                 None => Owner::Unknown("its process was not observed".to_owned()),
-                // Another process under that number: its owner proves nothing (issue 20).
+                // Another process under that number: its owner proves nothing.
                 Some(process) if crate::namespace::not_a_server(process).is_some() => {
                     Owner::Unknown(crate::namespace::not_a_server(process).unwrap_or_default())
                 }

@@ -1,4 +1,4 @@
-//! The settings session (issue 20 part 4): what the probe asks once the daemon answered (each
+//! The settings session: what the probe asks once the daemon answered (each
 //! listed server's state, each GPU ordinal's default pinned-memory limit), how a recorded
 //! session splits into one answer per question, and what each answer says
 //! (docs/mps-daemon.md §5b; gpu-truth §4–5).
@@ -21,7 +21,7 @@ const MAX_LIMIT_SERVERS: usize = 4;
 /// 48 on Volta and newer; more lines are not a known daemon's answer).
 pub const MAX_LISTED_CLIENTS: usize = 64;
 
-/// What the probe asks once a live daemon answered (issue 20), or `None` when there is nothing
+/// What the probe asks once a live daemon answered, or `None` when there is nothing
 /// to ask: the state of each server the daemon listed, then the default pinned-memory limit of
 /// each GPU ordinal of the host table (the daemon numbers devices in its own CUDA view, which
 /// is one of these; the validator picks the validated GPU's), in a [`crate::separated`]

@@ -1,4 +1,4 @@
-//! Every answer about one request from one walk of the policy (issue 25, "decide once"): what
+//! Every answer about one request from one walk of the policy ("decide once"): what
 //! [`crate::validate`], [`crate::explain`] and [`crate::warnings`] return, and the ambient
 //! state, as one value that renderers (the JSON, the brief line, the Prometheus textfile,
 //! doctor's report) only print. Renderers that each judged the facts again could disagree.

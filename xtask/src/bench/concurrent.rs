@@ -1,5 +1,5 @@
 //! `cargo xtask bench` (or `--concurrent` alone): 64 ranks probing one real control daemon at
-//! once (issue 15). The real `nvidia-cuda-mps-control` of each Debian package the fetch script
+//! once. The real `nvidia-cuda-mps-control` of each Debian package the fetch script
 //! cached (535 in `~/.cache/mps-preflight`, 550 in `~/.cache/mps-preflight-550`) is started
 //! with `-d` in a private pipe directory; each round starts 64 `probe --request mps` processes
 //! together, then 64 `capture`s together, whose snapshots say how many attempts the daemon

@@ -55,7 +55,7 @@ fn compile(source: &Path, output: &Path, flags: &[&str]) -> Result<(), String> {
     }
 }
 
-/// The floor of `probe`'s process cost (issue 25): the compiled floor program run as a whole
+/// The floor of `probe`'s process cost: the compiled floor program run as a whole
 /// process on `host`, making the host queries `probe` makes there one after the other (the
 /// third, the settings query, with `settings_stdin`).
 pub(super) fn floor(host: &Host, floor: &Path, settings_stdin: &str) -> Result<Duration, String> {

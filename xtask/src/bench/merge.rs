@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: `mps-preflight merge` of 1,024 and 10,000 rank manifests (issue 25),
+//! `cargo xtask bench`: `mps-preflight merge` of 1,024 and 10,000 rank manifests,
 //! the whole process, spawn to reaped. The manifests are one probe's, written by the binary on
 //! the compiled fake host with `--manifest`, then copied once per rank with the rank, world
 //! size, host (8 ranks to a host, so servers and daemons are per host), PIDs and GPU changed,

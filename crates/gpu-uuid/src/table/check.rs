@@ -52,7 +52,7 @@ pub(super) fn check<R: Row>(
     if rows.is_empty() {
         return Err(TableError::NoRows);
     }
-    // Linear in the rows (issue 16 part 3: a pairwise scan took 40 s for 150k rows). For each
+    // Linear in the rows (a pairwise scan took 40 s for 150k rows). For each
     // row, the first earlier row with its index or its UUID, whichever comes first (the index
     // on a tie), is the one reported, as the pairwise scan did.
     let mut indices = HashMap::with_capacity(rows.len());

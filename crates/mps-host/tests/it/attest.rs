@@ -1,5 +1,5 @@
 //! `observe_attest` against a fake `/proc` tree (real files: owners, states, environments) and
-//! a fake `nvidia-cuda-mps-control` that lists the tree's processes as clients (issue 12).
+//! a fake `nvidia-cuda-mps-control` that lists the tree's processes as clients.
 
 use std::path::Path;
 use std::time::Duration;
@@ -157,7 +157,7 @@ fn fake_daemon_process(root: &Path, pid: u32, args: &[&str]) {
     std::fs::write(dir.join("cmdline"), cmdline).unwrap();
 }
 
-/// Issue 20 part 1: the DRA driver's `-d -M` daemon, found by the scan, proves multi-user
+/// The DRA driver's `-d -M` daemon, found by the scan, proves multi-user
 /// mode, so its root server serves the job's UID; a `-d` daemon does not.
 #[test]
 fn a_multi_user_daemon_found_by_the_scan_lets_its_root_server_serve_every_user() {
@@ -196,7 +196,7 @@ fn nspid(root: &Path, pid: u32, line: &str) {
     std::fs::write(path, status).unwrap();
 }
 
-/// Issue 20 part 2, on fake `/proc` trees with `ns/pid` links and `NSpid` lines: the job in a
+/// On fake `/proc` trees with `ns/pid` links and `NSpid` lines: the job in a
 /// pod's namespace, the daemon on the host. An attester on the host matches the host PIDs the
 /// daemon lists; one in the pod cannot, and says so.
 #[test]

@@ -365,7 +365,7 @@ fn fake_proc_and_fake_tools_decide_each_served_rule() {
             "{mode}"
         );
     }
-    // Issue 20: the server its clients would join is in FAULT, or still starting; and the
+    // The server its clients would join is in FAULT, or still starting; and the
     // daemon's default pinned limit (10G) against a stated minimum.
     let faulted = served_capture_in_state(&["-d"], GPU_A, ours, "Default", "FAULT");
     let rejection = validate(&request, &faulted).unwrap_err();

@@ -328,7 +328,7 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
         Some(control.to_string_lossy().as_ref())
     );
     assert_eq!(evidence.last_server_ready, None, "no GPU, so no server");
-    // Issue 20: the settings session asked each GPU ordinal's default pinned-memory limit;
+    // The settings session asked each GPU ordinal's default pinned-memory limit;
     // none is set (the daemon prints nothing), and no server runs without a GPU.
     let settings = facts.settings_query.as_ref().unwrap();
     assert!(

@@ -1,4 +1,4 @@
-//! `attest` against Debian's real `nvidia-cuda-mps-control` (issue 12). No GPU: the daemon
+//! `attest` against Debian's real `nvidia-cuda-mps-control`. No GPU: the daemon
 //! answers but no MPS server can start, so two live processes pointed at it are not clients,
 //! with "no MPS server is running"; the control log shows only read-only commands, and
 //! `get_client_list` carries only the PID. `.ci/run` runs this file against 535 and 550.

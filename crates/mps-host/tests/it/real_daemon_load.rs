@@ -1,4 +1,4 @@
-//! Many ranks probing one real control daemon at once (issue 15, part 1). The daemon serves one
+//! Many ranks probing one real control daemon at once. The daemon serves one
 //! front-end session at a time and drops the others (`sharing_policy::retry` names what they
 //! see); without retries 8 probes at once already gave false rejections. Runs against whichever
 //! daemon `$MPS_PREFLIGHT_MPS_CONTROL` names (`.ci/run` runs it for 535 and 550); skips without.
@@ -9,7 +9,7 @@ use crate::common::daemon::{Daemon, binary_or_skip};
 use mps_host::capture_with;
 use sharing_policy::{HostFacts, Request, validate};
 
-/// Probes started at once: above the 16 the issue asks for, below what a 2-core CI machine
+/// Probes started at once: above the 16 the target asks for, below what a 2-core CI machine
 /// spawns comfortably within the deadline.
 const PROBES: usize = 24;
 

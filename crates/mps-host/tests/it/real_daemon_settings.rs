@@ -1,4 +1,4 @@
-//! The real 535 and 550 control daemons answer the settings session (issue 20 part 4) without
+//! The real 535 and 550 control daemons answer the settings session without
 //! a GPU: no server, so `Server N not found` (550) or `Unknown command "get_server_status"`
 //! (535), and an empty default pinned-memory limit. The answers are committed as
 //! `fixtures/daemon-answers/real-daemon-<version>-settings.json` (a `QueryRecord`), which

@@ -16,7 +16,7 @@ def _open_standard_fds() -> None:
     first file the command opens would take its number: the evidence printed "on stdout" would
     land in the manifest's temporary file or a query's pipe. With ``/dev/null`` there, the
     command behaves like the binary: it writes its files, its output is discarded, and its exit
-    status is the binary's (issue 21 part 4).
+    status is the binary's.
     """
     for fd in (0, 1, 2):
         try:

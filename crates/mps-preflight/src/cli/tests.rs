@@ -44,7 +44,7 @@ fn a_negative_deadline_is_named_as_such() {
     assert_eq!(parse_timeout("250"), Ok(250));
 }
 
-/// Issue 16 part 6: an example wrapped by clap would paste as a broken command, so every
+/// An example wrapped by clap would paste as a broken command, so every
 /// line of every help's epilogue fits in 80 columns and comes out of clap unwrapped
 /// there; long commands are broken with ` \` in the text itself.
 #[test]

@@ -1,5 +1,5 @@
 //! `capture`: record this host's raw facts as a snapshot.
-//! Its arguments, help texts and run: one module per subcommand (issue 25).
+//! Its arguments, help texts and run: one module per subcommand.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,7 +68,7 @@ pub(crate) fn run(args: &CaptureArgs) -> Output {
     };
     match &args.output {
         None => Output::data(text).with_note(note),
-        // Parents are created, as CI users expect of an output path (issue 21 part 5).
+        // Parents are created, as CI users expect of an output path.
         Some(path) => match sharing_manifest::write_file(
             path,
             text.as_bytes(),

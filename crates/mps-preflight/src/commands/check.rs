@@ -1,5 +1,5 @@
 //! `check`: the same judgement as `probe`, over a snapshot.
-//! Its arguments, help texts and run: one module per subcommand (issue 25).
+//! Its arguments, help texts and run: one module per subcommand.
 
 use std::path::PathBuf;
 

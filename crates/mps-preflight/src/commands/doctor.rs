@@ -1,6 +1,6 @@
 //! `doctor`: every unmet prerequisite at once, for people or machines (and, given PIDs,
 //! the attestation).
-//! Its arguments, help texts and run: one module per subcommand (issue 25).
+//! Its arguments, help texts and run: one module per subcommand.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! `merge`: the per-rank evidence of one run, checked together.
-//! Its arguments, help texts and run: one module per subcommand (issue 25).
+//! Its arguments, help texts and run: one module per subcommand.
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! `probe`: observe this host, judge the request once, and render that verdict (JSON or
 //! brief), the textfile and the manifest record.
-//! Its arguments, help texts and run: one module per subcommand (issue 25).
+//! Its arguments, help texts and run: one module per subcommand.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -124,7 +124,7 @@ pub(crate) fn load(path: &Path) -> Result<CaseFile, String> {
     let mut top = object(value, "the case file")
         .map_err(|err| format!("{shown}: {err} (expected {{\"cases\": [...]}})"))?;
     top.remove("description");
-    // Defaults for every case's request (issue 24 part 6): a case's own keys win.
+    // Defaults for every case's request: a case's own keys win.
     let defaults = match top.remove("request") {
         None => None,
         Some(Value::Object(defaults)) => Some(defaults),

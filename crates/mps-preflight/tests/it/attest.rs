@@ -1,4 +1,4 @@
-//! `attest` end to end (issue 12): a fake `nvidia-cuda-mps-control` whose servers and clients
+//! `attest` end to end: a fake `nvidia-cuda-mps-control` whose servers and clients
 //! are the PIDs of real child processes this test starts, read through the real `/proc`.
 
 use std::fs;
@@ -39,7 +39,7 @@ impl Attest {
         self.start(system_program("sleep"), as_nobody)
     }
 
-    /// A real process that looks like an MPS server to `/proc` (issue 20): a copy of `sleep`
+    /// A real process that looks like an MPS server to `/proc`: a copy of `sleep`
     /// named `nvidia-cuda-mps-server`, so its comm is `nvidia-cuda-mps` and its argv[0] the
     /// server program's name, as the daemon's `execlp` leaves them.
     pub(crate) fn server(&mut self, as_nobody: bool) -> u32 {

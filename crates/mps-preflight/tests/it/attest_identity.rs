@@ -1,4 +1,4 @@
-//! `attest`'s identity rules (issue 21 part 2): one PID given for both processes is a usage
+//! `attest`'s identity rules: one PID given for both processes is a usage
 //! error everywhere, and a PID whose process changed between rounds is not that process.
 
 use std::fs;

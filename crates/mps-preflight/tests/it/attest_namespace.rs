@@ -1,4 +1,4 @@
-//! `attest` across a real PID namespace (issue 20 part 2): the learner and the collector run
+//! `attest` across a real PID namespace: the learner and the collector run
 //! in a namespace of this test's own (`unshare --pid --fork --mount-proc`, as root), the
 //! daemon and its server on the host. From the host (the daemon's namespace) they attest; from
 //! inside the namespace the daemon's PIDs cannot be matched: `pid-namespace-differs`, never

@@ -21,7 +21,7 @@ fn unreadable_snapshots_exit_2() {
     let mut future = bare_snapshot();
     future["schema"] = "mps-preflight/host-facts/v5".into();
     write("v4.json", future.to_string().as_bytes());
-    // Issue 15 part 4: each schema knows exactly its own fields.
+    // Each schema knows exactly its own fields.
     let mut mig = bare_snapshot();
     mig["gpu_is_mig_slice"] = true.into();
     write("v1-unknown-top-level.json", mig.to_string().as_bytes());
@@ -162,7 +162,7 @@ fn non_utf8_environment_never_panics() {
     );
 }
 
-/// Issue 16 part 3: a wrong-typed 13 MB string in a snapshot gives an error line of a few
+/// A wrong-typed 13 MB string in a snapshot gives an error line of a few
 /// hundred bytes that says how much of the value was cut, not a 13 MB one.
 #[test]
 fn a_huge_wrong_typed_value_gives_a_short_error() {

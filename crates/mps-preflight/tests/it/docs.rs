@@ -67,7 +67,7 @@ fn console_examples_are_current() {
     }
 }
 
-/// Issue 24 part 7: a paragraph of the docs that names a snapshot schema version (1 or later)
+/// A paragraph of the docs that names a snapshot schema version (1 or later)
 /// also names the one `capture` writes: "snapshots are v1" after `capture` moved to v2 is the
 /// drift this catches. (`v0` is the fixture of an unsupported version.)
 #[test]
@@ -112,7 +112,7 @@ fn documented_snapshot_versions_name_what_capture_writes() {
     }
 }
 
-/// Issue 24 part 7: the README's quick start shows a clean validation, nothing unverified.
+/// The README's quick start shows a clean validation, nothing unverified.
 #[test]
 fn the_readme_quick_start_validates_with_nothing_unverified() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

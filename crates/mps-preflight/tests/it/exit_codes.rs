@@ -82,7 +82,7 @@ const TABLE: &[(&str, i32)] = &[
     ),
     (
         "check --snapshot SNAP --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp --rank 99999999999999999999999999 --world-size 99999999999999999999999999",
-        // Beyond 64 bits: a usage error that repeats the value given (issue 16 part 4).
+        // Beyond 64 bits: a usage error that repeats the value given.
         2,
     ),
     (

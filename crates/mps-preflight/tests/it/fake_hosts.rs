@@ -387,7 +387,7 @@ fn doctor_lists_every_finding() {
     let report = ok_json.json("doctor json");
     assert_eq!(report["ok"], true);
     assert_eq!(report["evidence"]["validated"], true);
-    // The scope warning's fix depends on the caller's user (issue 24 part 4): a root caller is
+    // The scope warning's fix depends on the caller's user: a root caller is
     // never told to run as root. The snapshot holds either as one marker.
     let root = std::fs::read_to_string("/proc/self/status")
         .unwrap()

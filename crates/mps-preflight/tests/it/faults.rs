@@ -1,4 +1,4 @@
-//! Rows of the fault matrix (issue 6), run through the built binary: each host query broken in
+//! Rows of the fault matrix, run through the built binary: each host query broken in
 //! each way, odd control pipes, the daemon dying while the probe looks, pid files naming the
 //! wrong process, an unprivileged user, and snapshot files that are links to devices or cut
 //! short. Each outcome is a rejection or an

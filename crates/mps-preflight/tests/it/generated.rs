@@ -1,4 +1,4 @@
-//! `completions` and `man` (issue 16 part 7): generated from the clap definitions, checked by
+//! `completions` and `man`: generated from the clap definitions, checked by
 //! the real shells and groff where installed (`.ci/run` installs groff-base; bash is always
 //! there).
 
@@ -93,7 +93,7 @@ fn the_man_page_has_every_command_and_groff_reads_it_cleanly() {
         run.stdout.contains("require\\-verified"),
         "the flags are in it"
     );
-    // Issue 24 part 5: no reference to a page that does not exist (every command is a
+    // No reference to a page that does not exist (every command is a
     // section of this one), and the examples are under EXAMPLES.
     for line in run.stdout.lines() {
         assert!(
@@ -149,7 +149,7 @@ fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Issue 24 part 5: `clap_complete`'s bash script with a hyphenated binary name stopped at the
+/// `clap_complete`'s bash script with a hyphenated binary name stopped at the
 /// subcommand (its `case` arms were named `mps__subcmd__preflight__…`); flags and values
 /// complete after the workaround.
 #[test]

@@ -1,4 +1,4 @@
-//! Names and arguments that try to forge an `error:` line (issue 15, part 3): each message stays
+//! Names and arguments that try to forge an `error:` line: each message stays
 //! one line, the control characters escaped.
 
 use crate::support::FakeHost;

@@ -63,7 +63,7 @@ fn creates_a_missing_manifest() {
         serde_json::json!({
             "cuda_process_sharing": evidence,
             "cuda_process_sharing_schema": sharing_manifest::EVIDENCE_SCHEMA,
-            // The CLI's own version (issue 22): `--version` starts with the same words.
+            // The CLI's own version: `--version` starts with the same words.
             "cuda_process_sharing_writer": format!("mps-preflight {}", env!("CARGO_PKG_VERSION"))
         })
     );
@@ -143,7 +143,7 @@ fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
-/// Issue 16 part 4: one rule for every file written: a new one gets 0666 less the umask, one
+/// One rule for every file written: a new one gets 0666 less the umask, one
 /// replaced keeps its mode; manifests and `capture --output` alike.
 #[test]
 fn new_files_get_the_umask_default_and_replaced_files_keep_their_mode() {
@@ -163,7 +163,7 @@ fn new_files_get_the_umask_default_and_replaced_files_keep_their_mode() {
     }
 }
 
-/// Issue 16 part 4: a failed write says what was asked, what failed and what state the file is
+/// A failed write says what was asked, what failed and what state the file is
 /// in; it names no temporary file and never claims a null request was validated.
 #[test]
 fn a_failed_write_says_what_was_asked_and_the_files_state() {
@@ -186,7 +186,7 @@ fn a_failed_write_says_what_was_asked_and_the_files_state() {
     insta::assert_snapshot!(run.stderr.lines().last().unwrap(), @"error: cannot write the snapshot to --output: 'plain': cannot create the directory: File exists (os error 17); no file was created");
 }
 
-/// Issue 24 part 6: `capture --output` creates missing parent folders, as `test --junit` does.
+/// `capture --output` creates missing parent folders, as `test --junit` does.
 #[test]
 fn capture_output_creates_missing_parent_folders() {
     let host = crate::support::FakeHost::new();

@@ -67,7 +67,7 @@ fn unreadable_inputs_exit_2() {
 }
 
 /// Every unreadable input is its own `error:` line, with its name quoted and escaped however
-/// hostile it is (issue 15); the exit is still 2 and nothing is merged.
+/// hostile it is; the exit is still 2 and nothing is merged.
 #[test]
 fn every_unreadable_input_is_reported_with_its_name_escaped() {
     use std::ffi::OsStr;
@@ -99,7 +99,7 @@ fn every_unreadable_input_is_reported_with_its_name_escaped() {
     ");
 }
 
-/// Issue 24 part 6: a shell pattern that matched nothing is named as such, not as a file that
+/// A shell pattern that matched nothing is named as such, not as a file that
 /// cannot be read.
 #[test]
 fn a_pattern_that_matched_nothing_says_so() {

@@ -1,4 +1,4 @@
-//! Issue 21 part 3: under a per-user process limit (`RLIMIT_NPROC`) no thread or query can be
+//! Under a per-user process limit (`RLIMIT_NPROC`) no thread or query can be
 //! started, yet no command panics or exits outside 0/1/2. Each run is a user with no other
 //! process, so the limit counts this run's threads alone: 1 leaves no thread at all, 2 only the
 //! signal handler's, 3 and 4 some of the query threads, 5 and 6 a query process or two.

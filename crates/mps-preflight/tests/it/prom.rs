@@ -277,7 +277,7 @@ fn an_unwritable_textfile_is_exit_2_and_leaves_nothing_behind() {
     );
 }
 
-/// Issue 21 part 6: an operator must know that stale metrics are still served.
+/// An operator must know that stale metrics are still served.
 #[test]
 fn a_textfile_that_cannot_be_replaced_says_it_was_left_unchanged() {
     let mut host = FakeHost::new();
@@ -298,7 +298,7 @@ fn a_textfile_that_cannot_be_replaced_says_it_was_left_unchanged() {
     );
 }
 
-/// Issue 21 part 6: a null probe on a host with no GPU tool and no daemon validated nothing,
+/// A null probe on a host with no GPU tool and no daemon validated nothing,
 /// and its probe observed nothing: both gauges are 0, as the evidence says.
 #[test]
 fn a_null_probe_on_an_empty_host_is_not_validated_and_not_a_success() {
@@ -354,7 +354,7 @@ fn the_round_trip_parser_rejects_what_promtool_rejects() {
     }
 }
 
-/// Issue 21 part 6: the shipped alert rules (docs/node-health.md) are valid, and their unit
+/// The shipped alert rules (docs/node-health.md) are valid, and their unit
 /// tests (each alert fires on its own series, a healthy node stays silent) pass.
 #[test]
 fn the_shipped_alert_rules_pass_promtool() {

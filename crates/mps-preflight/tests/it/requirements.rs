@@ -1,4 +1,4 @@
-//! `--min-active-thread-percentage` and `--min-pinned-mem` (issue 20 part 4): values the flags
+//! `--min-active-thread-percentage` and `--min-pinned-mem`: values the flags
 //! refuse are usage errors, and a daemon default below them is a rejection naming the value.
 
 use crate::support::{FakeHost, MPS_REQUEST, args, fixtures_dir};

@@ -467,7 +467,7 @@ fn hand_broken_documents_are_rejected() {
     }
 }
 
-/// Issue 24 part 6: the project's own suites are valid case files, and the attest snapshot
+/// The project's own suites are valid case files, and the attest snapshot
 /// that `attest --save-snapshot` writes is a valid attest snapshot; broken ones are not.
 #[test]
 fn the_suites_and_an_attest_snapshot_are_valid() {

@@ -1,4 +1,4 @@
-//! SIGINT, SIGTERM and SIGHUP while a query hangs (issue 15, part 2): the CLI kills every
+//! SIGINT, SIGTERM and SIGHUP while a query hangs: the CLI kills every
 //! running query's process group (the hung front-end and the child it started), reaps, and
 //! exits 128 + the signal, long before the query's own deadline.
 

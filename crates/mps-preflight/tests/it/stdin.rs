@@ -1,4 +1,4 @@
-//! `--snapshot -` and `/dev/stdin` (issue 16 part 5): a snapshot through a real pipe or FIFO
+//! `--snapshot -` and `/dev/stdin`: a snapshot through a real pipe or FIFO
 //! checks exactly as the same file does, with the file reader's size cap.
 
 use std::io::Write as _;

@@ -1,4 +1,4 @@
-//! The suggested commands in rejections are safe to paste (issue 6, Security): each one is run
+//! The suggested commands in rejections are safe to paste: each one is run
 //! through `sh` in a sandbox whose pipe directory has a hostile name, with a fake
 //! `nvidia-cuda-mps-control` on `PATH` that records what it was given. Only the intended
 //! directories may appear, the daemon must get exactly the intended paths, and nothing the name
@@ -30,7 +30,7 @@ const HOSTILE: &[&str] = &[
 ];
 
 /// The hostile names whose suggested commands are pasted and run. A name with a control
-/// character (`a\nb`) is escaped in the one-line message instead (issue 15): see
+/// character (`a\nb`) is escaped in the one-line message instead: see
 /// `a_name_with_a_newline_stays_on_one_error_line`.
 fn pasteable() -> impl Iterator<Item = &'static &'static str> {
     HOSTILE

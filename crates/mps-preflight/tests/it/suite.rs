@@ -534,7 +534,7 @@ fn the_offline_testing_page_shows_the_real_suite_and_its_real_output() {
     assert_eq!(run.stdout, format!("{output}\n"));
 }
 
-/// Issue 24 part 6: a top-level `request` gives every case its defaults; a case's own keys win.
+/// A top-level `request` gives every case its defaults; a case's own keys win.
 #[test]
 fn a_top_level_request_is_every_case_s_default() {
     let host = FakeHost::new();

@@ -38,7 +38,7 @@ fn rewrites_indices_to_uuids() {
     assert_eq!(run.stdout, format!("{GPU0},{GPU1}\n"));
 }
 
-/// Issue 16 part 1: entries CUDA would ignore, or read otherwise than written, are rewritten as
+/// Entries CUDA would ignore, or read otherwise than written, are rewritten as
 /// CUDA reads them, with one `warning:` line each naming the entry and the rule.
 #[test]
 fn entries_cuda_ignores_are_warned_about() {
@@ -89,7 +89,7 @@ fn entries_cuda_ignores_are_warned_about() {
     }
 }
 
-/// Issue 16 part 1: a mask with which CUDA would see no GPU is refused (exit 1), saying why and
+/// A mask with which CUDA would see no GPU is refused (exit 1), saying why and
 /// naming where it came from, with nothing on stdout for a launcher to export.
 #[test]
 fn a_mask_that_shows_no_gpu_is_refused() {

@@ -144,7 +144,7 @@ fn creates_a_missing_manifest() {
             MANIFEST_WRITER_KEY: MANIFEST_WRITER
         })
     );
-    // The lock file stays (issue 15: it is never removed); no temp file does.
+    // The lock file stays (it is never removed); no temp file does.
     assert_eq!(entries(dir.path()), ["new.json", "new.json.lock"]);
 }
 

@@ -1,4 +1,4 @@
-//! Evidence that contradicts itself (issue 15, part 3): `validated: true` is written only for an
+//! Evidence that contradicts itself: `validated: true` is written only for an
 //! explicit `mps` request whose learner and collector resolved to one GPU, so a record claiming
 //! it with another mode or with two GPUs was not written by the validator as it stands.
 

@@ -8,7 +8,7 @@ use sharing_policy::Evidence;
 use super::{MergeCode, MergeFinding, RankRecord, group, json_text, mismatch, pipe, quote_source};
 
 /// The per-host checks, for each host (`host_name`; unknown is one group) on its own, in
-/// first-seen order. The ranks are split by host in one pass (issue 25: filtering every rank
+/// first-seen order. The ranks are split by host in one pass (filtering every rank
 /// for each of 1,250 hosts made a 10,000-rank merge quadratic).
 pub(super) fn check_hosts(ranks: &[RankRecord], findings: &mut Vec<MergeFinding>) {
     let mut hosts: Vec<(Option<&str>, Vec<RankRecord>)> = Vec::new();
@@ -118,7 +118,7 @@ fn check_host(host_name: Option<&str>, ranks: &[RankRecord], findings: &mut Vec<
 type DaemonIdentity = (Option<String>, Option<bool>);
 
 /// Ranks that claim one daemon (one host, one control pipe) must agree on its identity where
-/// they observed it: its GPU scope and whether it runs in multi-user mode (issue 10). A null is
+/// they observed it: its GPU scope and whether it runs in multi-user mode. A null is
 /// not a disagreement: that rank could not see it.
 fn check_daemon_identity(host: &[RankRecord], scope: &str, findings: &mut Vec<MergeFinding>) {
     let identities: Vec<(DaemonIdentity, Vec<String>)> = group(host, |e| {

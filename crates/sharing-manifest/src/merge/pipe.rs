@@ -1,4 +1,4 @@
-//! Which ranks name one control pipe (issue 15, part 3). `CUDA_MPS_PIPE_DIRECTORY=/p`, `/p/`,
+//! Which ranks name one control pipe. `CUDA_MPS_PIPE_DIRECTORY=/p`, `/p/`,
 //! `/p/./` and `//p` all name the socket `/p/control`, so ranks are grouped by the pipe
 //! directory read lexically: repeated slashes joined, `.` components and a trailing slash
 //! dropped. Symbolic links are not resolved (merge reads evidence, not the host it came from),

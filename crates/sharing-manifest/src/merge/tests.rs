@@ -174,7 +174,7 @@ fn mode_problems() {
     ambient.effective = None;
     ambient.validated = false;
     let mut other = rank(2, 3);
-    other.effective = None; // and still validated: that contradicts itself (issue 15)
+    other.effective = None; // and still validated: that contradicts itself
     let report = merge(&inputs(&[rank(0, 3), ambient, other]));
     assert_eq!(
         codes(&report),
@@ -425,7 +425,7 @@ fn hostile_file_names_stay_on_one_line() {
     "#);
 }
 
-/// `mps-preflight merge` prints the summary serialised straight to text (issue 25): the same
+/// `mps-preflight merge` prints the summary serialised straight to text: the same
 /// text as the `to_json` value pretty-printed, for consistent and inconsistent runs.
 #[test]
 fn the_summary_as_text_is_the_json_value_as_text() {

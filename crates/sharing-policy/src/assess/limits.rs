@@ -1,4 +1,4 @@
-//! What the processes will be served with (issue 20 part 4; docs/mps-daemon.md §5b): the
+//! What the processes will be served with (docs/mps-daemon.md §5b): the
 //! state of the server they would join (`FAULT` rejects every new client), and the daemon's
 //! defaults against the request's stated minimums (active-thread percentage, pinned memory).
 

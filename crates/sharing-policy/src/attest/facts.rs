@@ -32,7 +32,7 @@ pub fn stat_start_time(stat: &str) -> Option<u64> {
 }
 
 /// The variables of a client's `/proc/<pid>/environ` that are recorded (raw): the pipe
-/// directory its CUDA connects through, its GPU mask, and its own MPS limits (issue 20: a
+/// directory its CUDA connects through, its GPU mask, and its own MPS limits (a
 /// client may lower, never raise, the daemon's active-thread percentage).
 pub const CLIENT_ENVIRON_VARS: [&str; 4] = [
     "CUDA_MPS_PIPE_DIRECTORY",
@@ -84,17 +84,17 @@ pub struct AttestFacts {
     pub elapsed_ms: u64,
     /// The host's name (`uname` nodename), raw.
     pub host_name: Option<OsText>,
-    /// The pipe directory's pid file (550+), as the preflight records it (issue 20: absent in
+    /// The pipe directory's pid file (550+), as the preflight records it (absent in
     /// snapshots written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_file: Option<PidFileFacts>,
     /// The control daemon's process (its command line shows multi-user mode), found as the
-    /// preflight finds it: the pid file, else a bounded `/proc` scan (issue 20; absent in
+    /// preflight finds it: the pid file, else a bounded `/proc` scan (absent in
     /// older snapshots: multi-user mode unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daemon_process: Option<DaemonSearch>,
-    /// `readlink /proc/self/ns/pid` of the attesting process, raw: its PID namespace (issue 20;
-    /// absent in older snapshots).
+    /// `readlink /proc/self/ns/pid` of the attesting process, raw: its PID namespace (absent
+    /// in older snapshots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observer_pid_namespace: Option<String>,
 }
@@ -110,7 +110,7 @@ pub struct ServerFacts {
     pub client_query: QueryRecord,
     /// The server's process (its owner).
     pub process: ProcessFacts,
-    /// Issue 20: its state, active-thread percentage and pinned-memory limit for device 0
+    /// Its state, active-thread percentage and pinned-memory limit for device 0
     /// (`sharing_policy::attest_settings_commands`); absent from older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings_query: Option<QueryRecord>,

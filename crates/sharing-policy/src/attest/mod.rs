@@ -141,10 +141,10 @@ pub struct ProcessAttestation {
     pub cuda_visible_devices: Option<String>,
     /// Whether its environment could be read.
     pub environ_read: bool,
-    /// Its own `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, raw (issue 20; null when unset or unreadable).
+    /// Its own `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, raw (null when unset or unreadable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_thread_percentage_env: Option<String>,
-    /// Its own `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`, raw (issue 20; null when unset or unreadable).
+    /// Its own `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`, raw (null when unset or unreadable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_device_mem_limit_env: Option<String>,
     /// Why it is not attached and what to do (null when attached).
@@ -185,7 +185,7 @@ pub struct Attestation {
     /// not proven either way). In multi-user mode the root server serves every user's clients.
     #[serde(default)]
     pub daemon_multiuser: Option<bool>,
-    /// Issue 20: what the server the learner is a client of serves with (its state, active
+    /// What the server the learner is a client of serves with (its state, active
     /// thread percentage, pinned-memory limit), when its settings were asked. A server in
     /// `FAULT` is never attested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,7 +254,7 @@ impl Attestation {
     }
 }
 
-/// The message when the learner and the collector are given the same PID (issue 21 part 2):
+/// The message when the learner and the collector are given the same PID:
 /// one process proves nothing about two, so the front ends refuse it as a usage error.
 pub fn same_process(pid: i64) -> String {
     format!(
@@ -292,7 +292,7 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
         served::DaemonProcess::Found(process) => process.pid_namespace.as_deref(),
         served::DaemonProcess::Unknown(_) => None,
     };
-    // The daemon answered, but its pid file's PID is not running here (issue 20 part 2).
+    // The daemon answered, but its pid file's PID is not running here.
     let split = servers
         .is_ok()
         .then(|| {
@@ -531,8 +531,8 @@ impl Context<'_> {
 }
 
 /// `not-running` or `process-unobservable`, or `None` when the process runs. A PID whose start
-/// time changed since it was pinned names another process: the one first observed has exited
-/// (issue 21 part 2). One whose start time can no longer be read is unproven.
+/// time changed since it was pinned names another process: the one first observed has exited.
+/// One whose start time can no longer be read is unproven.
 fn liveness(client: &ClientFacts) -> Option<AttestCode> {
     if let Some(pinned) = client.first_start_time
         && client.exists != Some(false)

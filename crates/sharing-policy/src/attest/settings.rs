@@ -1,4 +1,4 @@
-//! What the attested server serves its clients with (issue 20 part 4): its state
+//! What the attested server serves its clients with: its state
 //! (`get_server_status`, 550+), its active-thread percentage and its pinned-memory limit for
 //! device 0 in its own view, asked in one separated session per server; and each client's own
 //! `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` / `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`, raw.

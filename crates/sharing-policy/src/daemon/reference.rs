@@ -1,5 +1,5 @@
 //! The reference module's own daemon query (`get_server_list\n` alone, no liveness line), which
-//! its drop-in sends through a caller's `run_command` double (issue 24; docs/mps-daemon.md,
+//! its drop-in sends through a caller's `run_command` double (docs/mps-daemon.md,
 //! "The reference's own queries"): PID lines prove a live daemon; an empty answer does so only
 //! with a live daemon pid file.
 

@@ -1,4 +1,4 @@
-//! `attest` (issue 12): one snapshot per code, the strict client-list parser, and the rule
+//! `attest`: one snapshot per code, the strict client-list parser, and the rule
 //! that attested implies both PIDs were listed under one server of their UID.
 
 use std::collections::BTreeMap;
@@ -140,7 +140,7 @@ fn scenarios() -> Vec<(&'static str, AttestFacts)> {
     let mut unknown_uid = healthy();
     unknown_uid.servers[0].process.status_uid = None;
     out.push(("uid-unproven", unknown_uid));
-    // Issue 24 part 4: the fix follows the facts. A server that vanished is not a permission
+    // The fix follows the facts. A server that vanished is not a permission
     // problem, and a root caller is never told to run as root.
     let mut server_gone = healthy();
     server_gone.servers[0].process.status_uid = None;
@@ -301,7 +301,7 @@ fn a_client_query_for_another_server_or_directory_is_unproven() {
     assert_eq!(attest(&facts).learner.code, AttestCode::DaemonDidNotAnswer);
 }
 
-/// Issue 20 part 3: a client answer whose first line is a PID (the percentage command was lost)
+/// A client answer whose first line is a PID (the percentage command was lost)
 /// is unrecognized, never "one client fewer"; a server answer of PID lines is never idle.
 #[test]
 fn a_pid_first_line_is_unrecognized() {
@@ -320,7 +320,7 @@ fn a_pid_first_line_is_unrecognized() {
     assert_eq!(attestation.learner.code, AttestCode::AnswerUnrecognized);
 }
 
-/// Issue 21 part 2: one process in both roles is never attested, even when listed.
+/// One process in both roles is never attested, even when listed.
 #[test]
 fn one_pid_in_both_roles_is_never_attested() {
     let mut facts = healthy();
@@ -476,7 +476,7 @@ proptest! {
             let uid = |line: &Option<String>| line.as_deref().and_then(|l| l.split('\t').nth(1)).map(str::to_owned);
             let theirs = uid(&facts_of.process.status_uid);
             prop_assert!(theirs.is_some());
-            // Of their UID, or root in proven multi-user mode (issue 20).
+            // Of their UID, or root in proven multi-user mode.
             let root_multiuser = theirs.as_deref() == Some("0") && proven_multiuser(&facts);
             for client in [&facts.learner, &facts.collector] {
                 prop_assert!(theirs == uid(&client.status_uid) || root_multiuser);
@@ -490,7 +490,7 @@ proptest! {
     }
 }
 
-/// [`healthy`] with server 4428's settings session (issue 20) answered `status`, `percentage`
+/// [`healthy`] with server 4428's settings session answered `status`, `percentage`
 /// and `limit` (each with its newline, `""` for none).
 fn with_settings(status: &str, percentage: &str, limit: &str) -> AttestFacts {
     let mut facts = healthy();

@@ -1,4 +1,4 @@
-//! `attest` on real deployments (issue 20): a root multi-user server serves clients of every
+//! `attest` on real deployments: a root multi-user server serves clients of every
 //! UID when the daemon's command line proves multi-user mode, and only then.
 
 use sharing_policy::{
@@ -86,7 +86,7 @@ fn a_root_server_serves_every_user_only_in_proven_multi_user_mode() {
     let _ = (LEARNER, COLLECTOR);
 }
 
-/// Issue 21 part 2: a PID whose start time changed since the first round names another
+/// A PID whose start time changed since the first round names another
 /// process (the learner exited, an unrelated client got its number): never attested.
 #[test]
 fn a_reused_pid_is_not_running() {

@@ -1,4 +1,4 @@
-//! One test per deliberate change from the seed (issue 3), named after the change.
+//! One test per deliberate change from the seed, named after the change.
 
 use sharing_policy::{
     CapturedText, Code, EnvFacts, OsText, QueryOutcome, explain, shell_quote, start_command,
@@ -379,7 +379,7 @@ fn change_7_rocm_hip_checks_do_not_apply_and_the_docs_say_so() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).unwrap();
     assert!(readme.contains("ROCm/HIP checks do not apply"));
-    // The crate docs are the README (issue 17), so they say it too.
+    // The crate docs are the README, so they say it too.
     assert!(lib.contains(r#"#![doc = include_str!("../README.md")]"#));
     assert!(
         Code::ALL

@@ -316,7 +316,7 @@ fn the_host_name_is_carried_into_the_evidence_as_recorded() {
     assert_eq!(validate(&null, &facts).unwrap().host_name, None);
 }
 
-/// Issue 24 part 4: daemon-scope-unverified's fix follows the facts, one snapshot per case: a
+/// Daemon-scope-unverified's fix follows the facts, one snapshot per case: a
 /// caller that is not root may be told to run as root; a root caller never is; a daemon that
 /// vanished while it was read, and a snapshot that never observed the daemon, each get their
 /// own fix.

@@ -207,7 +207,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
     }
 }
 
-/// The settings session (issue 20) the probe would ask on `facts`, each asked command answered
+/// The settings session the probe would ask on `facts`, each asked command answered
 /// by `answer` (its lines, newline-terminated; `""` for none) between `100.0` liveness lines.
 pub(crate) fn settings(
     facts: &HostFacts,

@@ -1,4 +1,4 @@
-//! Synthetic fixtures for MPS as it is really deployed (issue 20): the multi-user flag
+//! Synthetic fixtures for MPS as it is really deployed: the multi-user flag
 //! spellings of the real option parsers, DRA-style daemons, a pid file naming a server, and a
 //! session that lost its first command. Built like `hosts.rs` (the committed JSON must equal
 //! these builders; regenerate with `UPDATE_FIXTURES=1 cargo test -p sharing-policy --test it hosts::`).

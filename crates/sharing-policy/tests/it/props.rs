@@ -234,7 +234,7 @@ proptest! {
         }
     }
 
-    /// Issue 25, "decide once": the one-walk verdict every renderer prints is exactly what the
+    /// "Decide once": the one-walk verdict every renderer prints is exactly what the
     /// separate calls return, so no rendering can disagree with the evidence.
     #[test]
     fn judge_agrees_with_validate_explain_and_warnings(request in any_request(), facts in any_facts()) {

@@ -330,7 +330,7 @@ pub(crate) fn health_breakers() -> Vec<Breaker> {
     ]
 }
 
-/// The breakers of what the processes will be served with (issue 20): each starts from
+/// The breakers of what the processes will be served with: each starts from
 /// [`make_served`] and records a settings session ([`hosts::settings`]).
 pub(crate) fn settings_breakers() -> Vec<Breaker> {
     vec![

@@ -1,4 +1,4 @@
-//! Schema v3's settings session (issue 20 part 4): the state of the server the clients would
+//! Schema v3's settings session: the state of the server the clients would
 //! join, and the daemon's defaults against the request's stated minimums.
 
 use sharing_policy::{

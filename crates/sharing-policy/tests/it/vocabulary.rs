@@ -23,7 +23,7 @@ fn same_gpu() -> Request {
     mps("cuda:0", Some("cuda:0"))
 }
 
-/// Every key phrase of issue 16, with a case whose finding carries it.
+/// Every key phrase users grep for, with a case whose finding carries it.
 const CASES: [Case; 14] = [
     Case {
         phrase: "expected null or 'mps'",

@@ -35,8 +35,8 @@ pub(crate) fn locate() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-/// Set by `.ci/run`: a missing real daemon fails the test instead of skipping it (issue 16
-/// part 7), so CI cannot count a skipped real-daemon test as passed.
+/// Set by `.ci/run`: a missing real daemon fails the test instead of skipping it,
+/// so CI cannot count a skipped real-daemon test as passed.
 pub(crate) const REQUIRE_ENV: &str = "MPS_PREFLIGHT_REQUIRE_REAL_DAEMON";
 
 /// The binary, or `None` after saying why the calling test skips. The message goes straight to

@@ -6,6 +6,7 @@ mod attest;
 mod class;
 mod code;
 mod commands;
+mod compute_apps;
 mod daemon;
 mod daemon_args;
 mod daemon_identity;
@@ -43,6 +44,7 @@ pub use attest::{
 pub use class::CodeClass;
 pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
+pub use compute_apps::{COMPUTE_APPS_QUERY_ARGS, compute_apps_wanted};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
 pub use daemon_log::daemon_log_directory;
 pub use evidence::Evidence;

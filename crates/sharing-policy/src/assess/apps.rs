@@ -59,10 +59,11 @@ fn held(context: &Context<'_>, gpu: &str, apps: &[ComputeApp]) -> Finding {
         .map(|app| format!("PID {} ({})", app.pid, crate::text::repr(&app.name)))
         .collect::<Vec<_>>()
         .join(", ");
-    let found = format!(
-        "GPU {gpu} is in Exclusive_Process and no MPS server runs, but {} compute process(es) hold it: {listed}",
+    let held = format!(
+        "it is in Exclusive_Process and no MPS server runs, but {} compute process(es) hold it: {listed}",
         apps.len()
     );
+    let found = format!("GPU {gpu}: {held}");
     let fix = format!(
         "stop those processes (or wait for them to exit) before the job starts, so the daemon can start its server on the GPU; or run them as MPS clients of this daemon; or, as root, nvidia-smi -i {gpu} -c DEFAULT if exclusivity is not needed"
     );
@@ -73,7 +74,7 @@ fn held(context: &Context<'_>, gpu: &str, apps: &[ComputeApp]) -> Finding {
             " cannot share GPU ",
             gpu,
             ": ",
-            &found,
+            &held,
             ". In Exclusive_Process mode the MPS server needs the GPU to itself, so it cannot start and every client fails with \"all CUDA-capable devices are busy or unavailable\". To fix it, ",
             &fix,
             ".",

@@ -173,7 +173,18 @@ fn the_query_is_not_needed_in_default_mode_or_with_a_server() {
     exclusive_idle(&mut with_server, None);
     add_server(&mut with_server, Some(1000));
     assert!(!compute_apps_wanted(&with_server), "a server is listed");
-    // Even a recorded answer naming the GPU is not judged once a server runs.
+    // Even a recorded answer naming the GPU is not judged once a server runs (the process
+    // may be that server's client).
+    let rows = rows_for_every_gpu(&with_server, 4242, "python3");
+    with_server.compute_apps_query = Some(apps_query(0, &rows));
+    let verdict = validate(&request(), &with_server).map_err(|r| r.code());
+    assert!(verdict.is_ok(), "{verdict:?}");
+    assert_eq!(
+        validate(&request(), &with_server)
+            .unwrap()
+            .gpu_compute_processes,
+        None
+    );
     let mut idle = base();
     exclusive_idle(&mut idle, None);
     assert!(compute_apps_wanted(&idle));
@@ -294,4 +305,58 @@ fn a_v4_snapshot_lacking_a_v4_fact_is_unverified_for_that_check() {
     f.gpu_query_rejected = None;
     f.capacity = None;
     assert_eq!(codes(&request(), &f), (Ok(()), vec![]));
+}
+
+/// A GPU UUID no base host has.
+const ELSEWHERE: &str = "GPU-11111111-2222-3333-4444-555555555555, 12, other";
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever the compute-apps answer holds, a process on the GPU is a rejection, and only
+    /// an exit-0 answer of blank lines and other GPUs' rows passes; anything else is
+    /// unverified (a rejection under `--require-verified`), never a pass.
+    #[test]
+    fn compute_apps_answers_never_turn_a_rejection_into_a_pass(
+        lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                proptest::strategy::Just(ELSEWHERE.to_owned()),
+                "[ -~]{0,30}",
+            ],
+            0..4,
+        ),
+        held: bool,
+        code in proptest::prop_oneof![proptest::strategy::Just(0), 1..10i32],
+        require_verified: bool,
+    ) {
+        let mut f = base();
+        exclusive_idle(&mut f, None);
+        let mut stdout = lines.join("\n");
+        if held {
+            stdout = rows_for_every_gpu(&f, 4242, "python3") + &stdout;
+        }
+        f.compute_apps_query = Some(apps_query(code, &stdout));
+        let request = Request { require_verified, ..request() };
+        let clean = code == 0
+            && lines.iter().all(|line| line.trim().is_empty() || line == ELSEWHERE);
+        match validate(&request, &f) {
+            Err(rejection) if held => {
+                proptest::prop_assert_eq!(rejection.code(), Code::GpuHeldByComputeProcess);
+            }
+            Err(rejection) => {
+                proptest::prop_assert!(!clean && require_verified);
+                proptest::prop_assert_eq!(rejection.code(), Code::ComputeAppsUnverified);
+            }
+            Ok(evidence) => {
+                proptest::prop_assert!(!held, "a held GPU passed");
+                if clean {
+                    proptest::prop_assert_eq!(evidence.gpu_compute_processes, Some(0));
+                } else {
+                    proptest::prop_assert!(!require_verified);
+                    proptest::prop_assert!(evidence.unverified.contains(&Code::ComputeAppsUnverified));
+                }
+            }
+        }
+    }
 }

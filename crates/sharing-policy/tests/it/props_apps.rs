@@ -299,6 +299,20 @@ fn a_v4_snapshot_lacking_a_v4_fact_is_unverified_for_that_check() {
     v3.daemon_log = None;
     v3.shm = None;
     assert_eq!(codes(&request(), &v3), (Ok(()), vec![]));
+    // An older snapshot that carries a v4 field is refused, the new one included.
+    for field in sharing_policy::V4_ONLY_FIELDS {
+        for schema in [
+            SCHEMA_V3,
+            sharing_policy::SCHEMA_V2,
+            sharing_policy::SCHEMA_V1,
+        ] {
+            assert!(
+                sharing_policy::schema_field_error(schema, [field]).is_some(),
+                "{schema} {field}"
+            );
+        }
+    }
+    assert!(sharing_policy::V4_ONLY_FIELDS.contains(&"compute_apps_query"));
     // gpu_query_rejected and capacity: absent in a v4 snapshot is what a host whose driver
     // knows the health columns, or with nothing to advise, records; nothing to verify.
     let mut f = base();

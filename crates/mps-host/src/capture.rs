@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sharing_policy::{
-    BASE_GPU_QUERY_ARGS, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, DaemonSearchMethod, EnvFacts,
-    GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts, OsText, QueryRecord, ReadOnlyCommand,
-    probe_stdin, retry::DAEMON_RETRY,
+    BASE_GPU_QUERY_ARGS, COMPUTE_APPS_QUERY_ARGS, DAEMON_PROBE, DAEMON_QUERY_PROGRAM,
+    DaemonSearchMethod, EnvFacts, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts, OsText,
+    QueryRecord, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};
@@ -173,6 +173,12 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
         facts.daemon_log = Some(crate::log::observe_daemon_log(&facts, &directory));
     }
     facts.settings_query = settings_query(&facts, runner, deadline);
+    // A GPU in Exclusive_Process with no server yet: a compute process holding it keeps the
+    // server from starting. One more bounded nvidia-smi, only where the policy says so (never
+    // on a host in Default mode or with a server running).
+    if sharing_policy::compute_apps_wanted(&facts) {
+        facts.compute_apps_query = Some(compute_apps_query(runner, deadline));
+    }
     // The clients the listed servers named (a client of a killed run that is dead or a zombie
     // leaves its server in an undefined state): /proc reads only, bounded by the policy's
     // cap; nothing when no server is listed.
@@ -245,6 +251,26 @@ fn settings_query(
         .max(SETTINGS_FLOOR);
     let query = daemon_query(&directory, &commands, left);
     Some(run_retried(runner, &query, &DAEMON_RETRY))
+}
+
+/// `nvidia-smi` with [`COMPUTE_APPS_QUERY_ARGS`] (each compute process's GPU UUID, PID and
+/// name), empty stdin, within what is left of the probe's deadline (at least
+/// [`SETTINGS_FLOOR`]); recorded raw, never retried.
+fn compute_apps_query(runner: &dyn Runner, deadline: Instant) -> QueryRecord {
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .max(SETTINGS_FLOOR);
+    runner.run(&Query {
+        program: GPU_QUERY_PROGRAM.to_owned(),
+        args: COMPUTE_APPS_QUERY_ARGS
+            .iter()
+            .map(|arg| (*arg).to_owned())
+            .collect(),
+        stdin: String::new(),
+        env: BTreeMap::new(),
+        env_removed: Vec::new(),
+        timeout: left,
+    })
 }
 
 /// Runs the host GPU query ([`gpu_query`]); when `nvidia-smi` rejects one of its fields as an

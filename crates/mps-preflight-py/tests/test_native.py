@@ -389,3 +389,22 @@ def test_require_verified_makes_what_is_unverified_a_rejection() -> None:
     assert caught.value.code == lenient.unverified[0]
     with pytest.raises(TypeError):
         mps_preflight.check(v1, **MPS, require_verified="yes")  # type: ignore[arg-type]
+
+
+def test_a_compute_process_holding_the_exclusive_gpu_is_rejected_as_the_cli_does(
+    host: FakeHost,
+) -> None:
+    """Issue 30: a compute process on an ``Exclusive_Process`` GPU with no MPS server yet is
+    ``gpu-held-by-compute-process``, worded as the CLI words it; the evidence carries the two
+    new keys."""
+    held = FIXTURES / "v4-exclusive-gpu-held-by-compute-process.json"
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(held, **MPS)
+    assert caught.value.code == "gpu-held-by-compute-process"
+    assert "PID 31337" in str(caught.value)
+    run = host.cli("check", "--snapshot", str(held), *MPS_FLAGS)
+    assert str(caught.value) == run.error()
+    shared = FIXTURES / "v4-shm-shared-low-open-files.json"
+    evidence = mps_preflight.check(shared, **MPS, require_verified=True)
+    assert evidence.gpu_compute_processes is None
+    assert evidence.server_client_limit == 48

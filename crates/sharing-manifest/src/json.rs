@@ -29,8 +29,8 @@ pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERS
 /// `daemon_pid`, then the keys of "validated means served", then `host_name`, then
 /// what the processes will be served with (the daemon's default active-thread
 /// percentage and pinned-memory limit, the server's state), then the room of `/dev/shm` and
-/// the advisories.
-pub const EVIDENCE_KEYS: [&str; 37] = [
+/// the advisories, then the compute processes and the client limit.
+pub const EVIDENCE_KEYS: [&str; 39] = [
     "configured",
     "effective",
     "validated",
@@ -68,9 +68,11 @@ pub const EVIDENCE_KEYS: [&str; 37] = [
     "shm_free_bytes",
     "shm_total_bytes",
     "advisories",
+    "gpu_compute_processes",
+    "server_client_limit",
 ];
 
-/// The evidence as a JSON object: the 37 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 39 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -89,6 +91,7 @@ pub const EVIDENCE_KEYS: [&str; 37] = [
 ///     server_clients: None, server_client_pids: None, server_active_thread_percentage: None,
 ///     server_pinned_mem_limit: None,
 ///     shm_free_bytes: None, shm_total_bytes: None, advisories: vec![],
+///     gpu_compute_processes: None, server_client_limit: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -136,6 +139,8 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         shm_free_bytes,
         shm_total_bytes,
         advisories,
+        gpu_compute_processes,
+        server_client_limit,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -183,6 +188,8 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
             .iter()
             .map(|code| Value::from(code.as_str()))
             .collect(),
+        gpu_compute_processes.map_or(Value::Null, Value::from),
+        server_client_limit.map_or(Value::Null, Value::from),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -301,6 +308,8 @@ mod tests {
             shm_free_bytes: Some(1 << 30),
             shm_total_bytes: Some(2 << 30),
             advisories: vec![sharing_policy::Code::DaemonOpenFilesLow],
+            gpu_compute_processes: Some(0),
+            server_client_limit: Some(48),
         }
     }
 
@@ -374,6 +383,8 @@ mod tests {
             shm_free_bytes: None,
             shm_total_bytes: None,
             advisories: vec![],
+            gpu_compute_processes: None,
+            server_client_limit: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

@@ -71,6 +71,8 @@ fn evidence(rank: i64) -> Evidence {
         shm_free_bytes: None,
         shm_total_bytes: None,
         advisories: Vec::new(),
+        gpu_compute_processes: None,
+        server_client_limit: None,
     }
 }
 

@@ -63,6 +63,8 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         shm_free_bytes: None,
         shm_total_bytes: None,
         advisories: Vec::new(),
+        gpu_compute_processes: None,
+        server_client_limit: None,
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

@@ -67,7 +67,9 @@ impl Code {
             | Self::ServerFault
             | Self::ServerFatalErrorLogged
             | Self::DaemonLogPendingClient
-            | Self::ServerHasClients => CodeClass::WorkloadConflict,
+            | Self::ServerHasClients
+            | Self::GpuHeldByComputeProcess
+            | Self::ServerClientLimitReached => CodeClass::WorkloadConflict,
             Self::UnsupportedOs
             | Self::CudaUnavailable
             | Self::DeviceOutOfRange
@@ -94,6 +96,7 @@ impl Code {
             | Self::GpuHealthUnverified
             | Self::ComputeModeForbidsSharing
             | Self::ComputeModeUnverified
+            | Self::ComputeAppsUnverified
             | Self::PersistenceModeDisabled
             | Self::ServerStatusUnverified
             | Self::ActiveThreadPercentageBelowRequirement

@@ -97,6 +97,12 @@ pub enum Code {
     /// The GPU's compute mode was not recorded or not reported. Unverified: a rejection only
     /// with `--require-verified`.
     ComputeModeUnverified,
+    /// A compute process that is not an MPS client already holds the GPU in
+    /// `Exclusive_Process` with no server started: the MPS server cannot start.
+    GpuHeldByComputeProcess,
+    /// The compute processes of a GPU in `Exclusive_Process` with no server started could not
+    /// be read. Unverified: a rejection only with `--require-verified`.
+    ComputeAppsUnverified,
     /// Persistence mode is `Disabled`: the compute mode read is only a snapshot (it is lost
     /// when the GPU deinitialises), and a new server's initialisation is slow. Unverified: a
     /// warning, a rejection only with `--require-verified`.
@@ -113,6 +119,9 @@ pub enum Code {
     /// The clients of a listed server, or their `/proc` state, could not be read. Unverified:
     /// a rejection only with `--require-verified`.
     ServerClientsUnverified,
+    /// The listed clients and the two to come exceed the per-device client limit (48 on
+    /// Volta and newer).
+    ServerClientLimitReached,
     /// The server the job would join already has live clients (another job may share it on
     /// purpose). Advisory ([`Code::ADVISORY`]): a warning only, never a rejection, even with
     /// `--require-verified`.
@@ -165,7 +174,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 57] = [
+    pub const ALL: [Self; 60] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -202,11 +211,14 @@ impl Code {
         Self::GpuHealthUnverified,
         Self::ComputeModeForbidsSharing,
         Self::ComputeModeUnverified,
+        Self::GpuHeldByComputeProcess,
+        Self::ComputeAppsUnverified,
         Self::PersistenceModeDisabled,
         Self::ServerFault,
         Self::ServerStatusUnverified,
         Self::StaleServerClient,
         Self::ServerClientsUnverified,
+        Self::ServerClientLimitReached,
         Self::ServerHasClients,
         Self::ActiveThreadPercentageBelowRequirement,
         Self::PinnedMemBelowRequirement,
@@ -240,13 +252,14 @@ impl Code {
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 13] = [
+    pub const UNVERIFIABLE: [Self; 14] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
         Self::ServerOwnerUnverified,
         Self::GpuHealthUnverified,
         Self::ComputeModeUnverified,
+        Self::ComputeAppsUnverified,
         Self::PersistenceModeDisabled,
         Self::ServerStatusUnverified,
         Self::ServerClientsUnverified,
@@ -295,6 +308,8 @@ impl Code {
             Self::GpuHealthUnverified => "gpu-health-unverified",
             Self::ComputeModeForbidsSharing => "compute-mode-forbids-sharing",
             Self::ComputeModeUnverified => "compute-mode-unverified",
+            Self::GpuHeldByComputeProcess => "gpu-held-by-compute-process",
+            Self::ComputeAppsUnverified => "compute-apps-unverified",
             Self::PersistenceModeDisabled => "persistence-mode-disabled",
             Self::ServerFault => "server-fault",
             Self::ServerStatusUnverified => "server-status-unverified",
@@ -305,6 +320,7 @@ impl Code {
             Self::PinnedMemLimitUnverified => "pinned-mem-limit-unverified",
             Self::StaleServerClient => "stale-server-client",
             Self::ServerClientsUnverified => "server-clients-unverified",
+            Self::ServerClientLimitReached => "server-client-limit-reached",
             Self::ServerHasClients => "server-has-clients",
             Self::ServerLimitsUnverified => "server-limits-unverified",
             Self::ServerCrashLoop => "server-crash-loop",
@@ -561,33 +577,10 @@ impl Code {
     }
 }
 
-impl Code {
-    /// [`Code::why`] of what the clients share with the server beyond the control pipe
-    /// (`/dev/shm`) and of the capacity advisories.
-    fn shared_why(self) -> &'static str {
-        match self {
-            Self::ShmNotShared => {
-                "A client and its MPS server exchange memory through /dev/shm; a client whose /dev/shm is not the server's fails at CUDA init (error 805, a segfault in cudaSetDevice, or SIGBUS)."
-            }
-            Self::ShmUnverified => {
-                "Only the daemon's /proc/<pid>/root shows which /dev/shm its servers use, and only statvfs shows the room left; without them a client that fails at CUDA init is not ruled out."
-            }
-            Self::ShmBelowRequirement => {
-                "Each client maps shared memory in /dev/shm; a full or small /dev/shm kills clients with SIGBUS or fails their CUDA init."
-            }
-            Self::DeviceMaxConnectionsHigh => {
-                "Under MPS each client's CUDA_DEVICE_MAX_CONNECTIONS work queues come out of the server's shared pool; above 2 fewer clients fit (NVIDIA recommends 2 or fewer)."
-            }
-            Self::DaemonOpenFilesLow => {
-                "The daemon and its servers hold file descriptors per client; NVIDIA recommends an open-files limit of at least 16384 for the control daemon."
-            }
-            _ => "",
-        }
-    }
-}
-
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
+
+mod shared;

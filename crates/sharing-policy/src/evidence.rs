@@ -132,4 +132,14 @@ pub struct Evidence {
     /// client; never a rejection, not even with `--require-verified`. Empty when none.
     #[serde(default)]
     pub advisories: Vec<Code>,
+    /// How many compute processes `nvidia-smi --query-compute-apps` found on the GPU, asked
+    /// only when it is in `Exclusive_Process` and no MPS server runs yet (any is a rejection,
+    /// `gpu-held-by-compute-process`, so validated evidence holds 0); null when not asked.
+    #[serde(default)]
+    pub gpu_compute_processes: Option<usize>,
+    /// The per-device client limit the listed clients and the two to come were checked
+    /// against (48 on Volta and newer); null when no server is listed or its clients were
+    /// not read.
+    #[serde(default)]
+    pub server_client_limit: Option<u32>,
 }

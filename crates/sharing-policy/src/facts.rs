@@ -12,7 +12,8 @@ use crate::{CallerFacts, CapturedText, DaemonSearch, OsText, ProcessFacts, Query
 /// the daemon's own log ([`HostFacts::daemon_log`]), the clients the listed servers name
 /// ([`HostFacts::listed_clients`]), an older driver's rejected GPU query
 /// ([`HostFacts::gpu_query_rejected`]), `/dev/shm` ([`HostFacts::shm`]) and the capacity
-/// settings ([`HostFacts::capacity`]), and the GPU query's health columns.
+/// settings ([`HostFacts::capacity`]), the GPU query's health columns, and the compute
+/// processes holding an `Exclusive_Process` GPU ([`HostFacts::compute_apps_query`]).
 pub const SCHEMA: &str = "mps-preflight/host-facts/v4";
 
 /// The third snapshot schema, still read: v3 added the settings session
@@ -31,12 +32,13 @@ pub const SCHEMAS_READ: [&str; 4] = [SCHEMA, SCHEMA_V3, SCHEMA_V2, SCHEMA_V1];
 
 /// The top-level fields that only [`SCHEMA`] (v4) defines; an older snapshot that carries
 /// one is refused ([`schema_field_error`]).
-pub const V4_ONLY_FIELDS: [&str; 5] = [
+pub const V4_ONLY_FIELDS: [&str; 6] = [
     "daemon_log",
     "listed_clients",
     "gpu_query_rejected",
     "shm",
     "capacity",
+    "compute_apps_query",
 ];
 
 /// The top-level fields that v3 ([`SCHEMA_V3`]) added; a v1 or v2 snapshot that carries one is
@@ -181,6 +183,11 @@ pub struct HostFacts {
     /// open-files limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::CapacityFacts>,
+    /// `nvidia-smi` with [`crate::COMPUTE_APPS_QUERY_ARGS`]: the compute processes on each
+    /// GPU, asked only when [`crate::compute_apps_wanted`] (a GPU in `Exclusive_Process` and
+    /// no server listed: a process holding it keeps the MPS server from starting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_apps_query: Option<QueryRecord>,
 }
 
 impl HostFacts {
@@ -207,6 +214,7 @@ impl HostFacts {
             listed_clients: None,
             shm: None,
             capacity: None,
+            compute_apps_query: None,
         }
     }
 }

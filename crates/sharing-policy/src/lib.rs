@@ -5,6 +5,7 @@ mod assess;
 mod attest;
 mod class;
 mod code;
+mod compute_apps;
 mod daemon;
 mod daemon_identity;
 mod daemon_log;
@@ -38,6 +39,7 @@ pub use attest::{
 };
 pub use class::CodeClass;
 pub use code::Code;
+pub use compute_apps::{COMPUTE_APPS_QUERY_ARGS, compute_apps_wanted};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
 pub use daemon_log::daemon_log_directory;
 pub use evidence::Evidence;

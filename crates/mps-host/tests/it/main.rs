@@ -14,6 +14,7 @@
 mod attest;
 mod capture;
 mod common;
+mod compute_apps;
 mod daemon_log;
 mod filesystem;
 mod listed_clients;

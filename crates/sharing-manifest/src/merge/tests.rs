@@ -43,6 +43,8 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         shm_free_bytes: None,
         shm_total_bytes: None,
         advisories: Vec::new(),
+        gpu_compute_processes: None,
+        server_client_limit: None,
     }
 }
 

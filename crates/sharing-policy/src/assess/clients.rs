@@ -2,7 +2,8 @@
 //! names (`get_client_list <s>`), as `/proc` shows them. A dead or zombie client means the
 //! server is in an undefined state that NVIDIA says needs a restart of the server and all its
 //! clients: a rejection. Live clients are recorded, and reported as an advisory warning:
-//! another job may share the server on purpose.
+//! another job may share the server on purpose. Every listed client and the two to come must
+//! fit the per-device client limit ([`crate::clients_fit`], docs/mps-daemon.md §5f).
 
 use super::answers::{Answers, CAPTURE_AGAIN, answer};
 use super::{Context, Findings, Served};
@@ -20,31 +21,37 @@ enum Seen {
     Unknown(String),
 }
 
+/// The processes a validated request starts: the learner and the collector.
+const COMING: u32 = 2;
+
 /// The live clients of the listed servers (`None`: no server listed, or a client list not
-/// read); a stale client is a rejection, an unread list or client unverified.
+/// read) and the client limit checked (`None`: not every list read); a stale client or a
+/// full server is a rejection, an unread list or client unverified.
 pub(super) fn check(
     context: &Context<'_>,
     answers: &Answers<'_>,
     served: &mut Served,
     findings: &mut Findings,
-) -> Option<Vec<i64>> {
+) -> (Option<Vec<i64>>, Option<u32>) {
     let servers = served::server_pids(
         context.facts.daemon_query.as_ref(),
         context.directory.as_bytes(),
     );
     if servers.is_empty() {
-        return None;
+        return (None, None);
     }
     let split = crate::daemon_identity::lock_split(context.facts.daemon_process.as_ref());
     let mut live: Vec<(Pid, Pid)> = Vec::new();
     let mut read_all = true;
+    // Every client the lists name (live, stale or unknown), and whether every list was read.
+    let (mut listed_count, mut lists_read) = (0_u32, true);
     for server in servers.into_iter().filter_map(Pid::new) {
         let listed = answer(answers, ReadOnlyCommand::GetClientList(server))
             .and_then(|lines| session::client_pids(server, lines));
         let clients = match listed {
             Ok(clients) => clients,
             Err(why) => {
-                read_all = false;
+                (read_all, lists_read) = (false, false);
                 let what = format!("the clients of MPS server {server}");
                 // A session that was never recorded or is unreadable is asked again.
                 let fix = if answers.is_err() {
@@ -63,13 +70,15 @@ pub(super) fn check(
                 continue;
             }
         };
+        listed_count =
+            listed_count.saturating_add(u32::try_from(clients.len()).unwrap_or(u32::MAX));
         for client in clients {
             match seen(context, client, split.as_deref()) {
                 Seen::Live => live.push((server, client)),
                 Seen::Stale(how) => {
                     findings.push(|| stale(context, server, client, how));
                     if findings.settled() {
-                        return None;
+                        return (None, None);
                     }
                 }
                 Seen::Unknown(why) => {
@@ -87,10 +96,44 @@ pub(super) fn check(
             }
         }
     }
+    // The judged GPU is a whole GPU (a MIG mask is refused before this walk), so the
+    // whole device's limit applies.
+    let limit = lists_read.then(|| crate::client_limit(None));
+    if lists_read && let Err(limit) = crate::clients_fit(listed_count, COMING, None) {
+        findings.push(|| limit_reached(context, listed_count, limit));
+        if findings.settled() {
+            return (None, Some(limit));
+        }
+    }
     if !live.is_empty() {
         served.advise(has_clients(context, &live));
     }
-    read_all.then(|| live.into_iter().map(|(_, client)| client.get()).collect())
+    let live = read_all.then(|| live.into_iter().map(|(_, client)| client.get()).collect());
+    (live, limit)
+}
+
+fn limit_reached(context: &Context<'_>, listed: u32, limit: u32) -> Finding {
+    let found = format!(
+        "the listed MPS servers already serve {listed} client(s), and the {COMING} this job starts would make {}, over the limit of {limit} clients per device",
+        listed.saturating_add(COMING)
+    );
+    let fix = "wait until other jobs' clients on this GPU exit, or run this job on another GPU; also check that every DataLoader or environment worker that touches CUDA is needed, since each is a client".to_owned();
+    Finding::new(
+        Code::ServerClientLimitReached,
+        [
+            context.words().mps(),
+            " cannot add two clients to the MPS server at ",
+            &context.control_path(),
+            ": ",
+            &found,
+            ". A client beyond the limit fails at context creation. To fix it, ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        found,
+        fix,
+    )
 }
 
 /// What `/proc` shows of `client`, as [`crate::HostFacts::listed_clients`] recorded it.

@@ -57,7 +57,18 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     let gpu = context.gpu.to_string();
     let what = format!("the health of GPU {gpu}");
     let columns = match &served.facts.health {
-        HealthRead::NotAsked => return,
+        // A v4 probe asks the health columns (or records their rejection); an older snapshot
+        // never asked and is judged as before.
+        HealthRead::NotAsked if context.facts.schema != crate::SCHEMA => return,
+        HealthRead::NotAsked => {
+            let why = format!(
+                "this v4 snapshot's GPU query did not ask the health columns for {gpu}, and records no rejection of them"
+            );
+            let finding =
+                super::unverified_finding(context, Code::GpuHealthUnverified, &what, why, VERIFY);
+            served.unverified(context.request, findings, finding);
+            return;
+        }
         HealthRead::Rejected(line) => {
             let why = format!(
                 "nvidia-smi rejected the GPU health columns as an older driver does ({}), so only the base columns were read",

@@ -18,6 +18,9 @@ pub(super) struct LimitsEvidence {
     pub(super) server_status: Option<String>,
     /// The live clients of the listed servers (`None`: no server, or not all read).
     pub(super) client_pids: Option<Vec<i64>>,
+    /// The per-device client limit the listed clients were checked against, when every
+    /// client list was read.
+    pub(super) client_limit: Option<u32>,
     /// The lowest active-thread percentage a listed server applies, when every one was read.
     pub(super) server_percentage: Option<Percentage>,
     /// The lowest pinned-memory limit for the GPU a listed server applies, as printed.
@@ -44,7 +47,8 @@ pub(super) fn check(
     if findings.settled() {
         return evidence;
     }
-    evidence.client_pids = super::clients::check(context, &answers, served, findings);
+    (evidence.client_pids, evidence.client_limit) =
+        super::clients::check(context, &answers, served, findings);
     if findings.settled() {
         return evidence;
     }

@@ -23,17 +23,24 @@ pub(super) struct LogEvidence {
 const SERVER_STATUS_DRIVER: u32 = 550;
 
 /// Reads the recorded log: rejections for a crash loop or a logged fatal error, unverified
-/// when it could not be read, advisory warnings for what may explain a later failure. A
-/// snapshot that did not read the log (recorded before the log was observed) is not judged.
+/// when it could not be read, advisory warnings for what may explain a later failure. A v4
+/// snapshot without the log is unverified; an older one (which never read it) is not judged.
 pub(super) fn check(
     context: &Context<'_>,
     served: &mut Served,
     findings: &mut Findings,
 ) -> LogEvidence {
-    let Some(log) = context.facts.daemon_log.as_ref() else {
-        return LogEvidence::default();
+    let read = match context.facts.daemon_log.as_ref() {
+        Some(log) => readable(context, log),
+        // A v4 snapshot records the log; one without it proves nothing (an older one never
+        // read it and is judged as before).
+        None if context.facts.schema == crate::SCHEMA => Err((
+            "the control daemon's log".to_owned(),
+            "this v4 snapshot does not record it (daemon_log is absent)".to_owned(),
+        )),
+        None => return LogEvidence::default(),
     };
-    let reading = match readable(context, log) {
+    let reading = match read {
         Ok(reading) => reading,
         Err((what, why)) => {
             let fix = "have the daemon log to a directory the probe can read (CUDA_MPS_LOG_DIRECTORY when it starts; by default /var/log/nvidia-mps), run the probe as a user who can read control.log, and keep the log a regular file (with --require-verified this is a rejection)";
@@ -43,7 +50,12 @@ pub(super) fn check(
             return LogEvidence::default();
         }
     };
-    let path = log.files.first().map(|file| file.path.to_string_lossy());
+    let path = context
+        .facts
+        .daemon_log
+        .as_ref()
+        .and_then(|log| log.files.first())
+        .map(|file| file.path.to_string_lossy());
     let shown = path.clone().unwrap_or_default();
     if reading.crashes.len() >= 2 {
         findings.push(|| crash_loop(context, &shown, &reading));

@@ -6,13 +6,14 @@
 //! (`request`), the GPU identity (`identity`), the control pipe (`pipe`), the daemon's answer
 //! (`liveness`), then what "served" needs: the daemon's identity (`daemon_identity`), its GPU
 //! scope (`scope`), the servers'
-//! owner (`owner`), the GPU's health (`health`), its compute mode (`compute`) and persistence
-//! mode (`health`); last, what the processes will be served with (`limits`: the server's
+//! owner (`owner`), the GPU's health (`health`), its compute mode (`compute`), the compute
+//! processes holding it in `Exclusive_Process` (`apps`) and persistence mode (`health`); last, what the processes will be served with (`limits`: the server's
 //! state, the daemon's defaults against stated minimums), what the daemon's own log says of
 //! its servers (`log`), whether the clients share the daemon's `/dev/shm` and it has room
 //! (`shm`), and the capacity advisories (`capacity`), which never reject.
 
 mod answers;
+mod apps;
 mod capacity;
 mod clients;
 mod compute;
@@ -196,6 +197,8 @@ pub(crate) fn explicit(
         shm_free_bytes: host.shm.free_bytes,
         shm_total_bytes: host.shm.total_bytes,
         advisories: served.advisories,
+        gpu_compute_processes: host.compute_apps,
+        server_client_limit: host.limits.client_limit,
     };
     Ok((evidence, served.warnings))
 }
@@ -211,6 +214,8 @@ struct HostChecks {
     limits: limits::LimitsEvidence,
     log: log::LogEvidence,
     shm: shm::ShmEvidence,
+    /// The compute processes found on the GPU, when the compute-apps query was needed and read.
+    compute_apps: Option<usize>,
 }
 
 /// What the "served" families established: the facts, and what could not be verified.
@@ -346,6 +351,10 @@ fn check_host(
         return host;
     }
     compute::check(&context, &mut host.served, findings);
+    if findings.settled() {
+        return host;
+    }
+    host.compute_apps = apps::check(&context, &mut host.served, findings);
     if findings.settled() {
         return host;
     }

@@ -1,8 +1,8 @@
 //! The `/dev/shm` family: a client and its MPS server exchange memory through `/dev/shm`, so
 //! the probing process must see the same filesystem as the control daemon (whose servers
 //! inherit its mounts), and, when the request states a minimum (`--min-shm`), it must have
-//! that much room. A snapshot without `/dev/shm` facts (recorded before this check) is not
-//! judged here.
+//! that much room. A v4 snapshot without `/dev/shm` facts is unverified; an older one
+//! (recorded before this check) is not judged here.
 
 use super::{Context, Findings, Served};
 use crate::{Code, Finding, MemSize, ShmView};
@@ -24,6 +24,15 @@ pub(super) fn check(
     findings: &mut Findings,
 ) -> ShmEvidence {
     let Some(shm) = context.facts.shm.as_ref() else {
+        // A v4 snapshot records /dev/shm; one without it proves nothing (an older one never
+        // read it and is judged as before).
+        if context.facts.schema == crate::SCHEMA {
+            let why = "this v4 snapshot does not record /dev/shm (shm is absent)".to_owned();
+            let what = "that this process shares the MPS server's /dev/shm";
+            let finding =
+                super::unverified_finding(context, Code::ShmUnverified, what, why, READ_DAEMON);
+            served.unverified(context.request, findings, finding);
+        }
         return ShmEvidence::default();
     };
     let evidence = ShmEvidence {

@@ -113,7 +113,9 @@ fn only_the_work_on_the_node_is_a_workload_conflict() {
         workload,
         [
             Code::ServerOfAnotherUser,
+            Code::GpuHeldByComputeProcess,
             Code::ServerFault,
+            Code::ServerClientLimitReached,
             Code::ServerHasClients,
             Code::ServerFatalErrorLogged,
             Code::DaemonLogPendingClient

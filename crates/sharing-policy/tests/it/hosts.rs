@@ -203,6 +203,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         listed_clients: None,
         shm: None,
         capacity: None,
+        compute_apps_query: None,
         env,
     }
 }

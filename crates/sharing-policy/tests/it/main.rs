@@ -26,6 +26,7 @@ mod hosts_deployed;
 mod hosts_served;
 mod locks;
 mod props;
+mod props_apps;
 mod props_breakers;
 mod props_clients;
 mod props_gen;

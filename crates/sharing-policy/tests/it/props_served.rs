@@ -46,6 +46,53 @@ pub(crate) fn make_served(f: &mut HostFacts) {
     });
     set_compute_mode(f, "Default");
     set_health(f, hosts::HEALTHY);
+    // What a v4 probe records besides: the real 550 daemon's log, and a /dev/shm shared
+    // with the daemon (a v4 snapshot without them is unverified).
+    f.daemon_log = Some(healthy_log());
+    f.shm = Some(shared_shm());
+}
+
+/// The real 550 daemon's `control.log`, no `server.log`.
+pub(crate) fn healthy_log() -> sharing_policy::DaemonLogFacts {
+    let control = include_str!("../../../../fixtures/daemon-logs/real-550.control.log");
+    let file = |name: &str, text: Option<&str>, errno: Option<i32>| sharing_policy::LogFileFacts {
+        path: OsText::from(format!("{}/{name}", sharing_policy::DEFAULT_LOG_DIRECTORY).as_str()),
+        text: text.map(str::to_owned),
+        cut_at_start: false,
+        size: text.map(|t| t.len() as u64),
+        error: errno.map(|_| "No such file or directory (os error 2)".to_owned()),
+        errno,
+    };
+    sharing_policy::DaemonLogFacts {
+        directory: Some(OsText::from(sharing_policy::DEFAULT_LOG_DIRECTORY)),
+        unknown: None,
+        files: vec![
+            file("control.log", Some(control), None),
+            file("server.log", None, Some(2)),
+        ],
+    }
+}
+
+/// The caller's `/dev/shm` is the daemon's (PID 2718 of the scan): 1 GiB free of 2 GiB.
+pub(crate) fn shared_shm() -> sharing_policy::ShmFacts {
+    let view = |path: &str| sharing_policy::ShmView {
+        path: OsText::from(path),
+        device: Some(26),
+        inode: Some(1),
+        free_bytes: Some(1 << 30),
+        total_bytes: Some(2 << 30),
+        mount_source: Some("0:26".to_owned()),
+        mount_root: Some("/".to_owned()),
+        errors: std::collections::BTreeMap::new(),
+    };
+    let mut daemon = view("/proc/2718/root/dev/shm");
+    daemon.free_bytes = None;
+    daemon.total_bytes = None;
+    sharing_policy::ShmFacts {
+        caller: view("/dev/shm"),
+        daemon_pid: Some(2718),
+        daemon: Some(daemon),
+    }
 }
 
 /// Replaces the GPU query's outcome with `outcome`, a v1 (four-column) table.

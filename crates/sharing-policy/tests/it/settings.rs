@@ -2,7 +2,7 @@
 //! join, and the daemon's defaults against the request's stated minimums.
 
 use sharing_policy::{
-    Code, HostFacts, MemSize, Percentage, ReadOnlyCommand, Request, SCHEMA, SCHEMA_V3, validate,
+    Code, HostFacts, MemSize, Percentage, ReadOnlyCommand, Request, SCHEMA_V3, validate,
 };
 
 use crate::hosts::{self, served};
@@ -222,7 +222,8 @@ fn the_real_daemons_settings_answers_are_read_as_recorded() {
 
         // As the validator reads them, for a host whose daemon listed server 12345.
         let mut host = served("100.0\n12345\n", 1000, "Exclusive_Process");
-        SCHEMA.clone_into(&mut host.schema);
+        // v3: what v4 adds besides (the log, /dev/shm, the health columns) is not at issue.
+        SCHEMA_V3.clone_into(&mut host.schema);
         host.settings_query = Some(record);
         let wanting = Request {
             min_pinned_mem: MemSize::parse_arg("80G"),

@@ -77,6 +77,7 @@ fn evidence(rank: i64, ranks_per_host: i64) -> Evidence {
         shm_free_bytes: None,
         shm_total_bytes: None,
         advisories: Vec::new(),
+        pipe_access: None,
     }
 }
 

@@ -29,8 +29,8 @@ pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERS
 /// `daemon_pid`, then the keys of "validated means served" (issue 10), then `host_name`, then
 /// what the processes will be served with (issue 20: the daemon's default active-thread
 /// percentage and pinned-memory limit, the server's state), then the room of `/dev/shm` and
-/// the advisories.
-pub const EVIDENCE_KEYS: [&str; 37] = [
+/// the advisories, then how the job's user reaches the pipe directory.
+pub const EVIDENCE_KEYS: [&str; 38] = [
     "configured",
     "effective",
     "validated",
@@ -68,9 +68,10 @@ pub const EVIDENCE_KEYS: [&str; 37] = [
     "shm_free_bytes",
     "shm_total_bytes",
     "advisories",
+    "pipe_access",
 ];
 
-/// The evidence as a JSON object: the 37 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 38 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -88,7 +89,7 @@ pub const EVIDENCE_KEYS: [&str; 37] = [
 ///     daemon_log: None, last_server_ready: None,
 ///     server_clients: None, server_client_pids: None, server_active_thread_percentage: None,
 ///     server_pinned_mem_limit: None,
-///     shm_free_bytes: None, shm_total_bytes: None, advisories: vec![],
+///     shm_free_bytes: None, shm_total_bytes: None, advisories: vec![], pipe_access: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -136,6 +137,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         shm_free_bytes,
         shm_total_bytes,
         advisories,
+        pipe_access,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -183,6 +185,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
             .iter()
             .map(|code| Value::from(code.as_str()))
             .collect(),
+        text(pipe_access.as_deref()),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -300,6 +303,7 @@ mod tests {
             shm_free_bytes: Some(1 << 30),
             shm_total_bytes: Some(2 << 30),
             advisories: vec![sharing_policy::Code::DaemonOpenFilesLow],
+            pipe_access: Some("modes".to_owned()),
         }
     }
 
@@ -373,6 +377,7 @@ mod tests {
             shm_free_bytes: None,
             shm_total_bytes: None,
             advisories: vec![],
+            pipe_access: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

@@ -63,6 +63,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         shm_free_bytes: None,
         shm_total_bytes: None,
         advisories: Vec::new(),
+        pipe_access: None,
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

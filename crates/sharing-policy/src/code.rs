@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Vocabulary;
 
+mod shared;
+
 /// What kind of prerequisite was not met. The kebab-case spelling ([`Code::as_str`]) is stable:
 /// scripts and dashboards may match on it. Variants are listed in the validator's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -157,11 +159,18 @@ pub enum Code {
     /// The control daemon's open-files soft limit is below 16384. An advisory: never a
     /// rejection, not even with `--require-verified` ([`Code::ADVISORY`]).
     DaemonOpenFilesLow,
+    /// The judged user's MPS server cannot reach the pipe directory: a directory on the way
+    /// denies it search, or `<pipe>/control` or `<pipe>/log` denies it write (notes row 6).
+    PipeDirectoryUnreachable,
+    /// Whether the judged user can reach the pipe directory could not be told (a POSIX ACL, a
+    /// symbolic link, `SELinux` enforcing, the user's groups or a path unread). Unverified: a
+    /// rejection only with `--require-verified`.
+    PipeAccessUnverified,
 }
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 56] = [
+    pub const ALL: [Self; 58] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -216,6 +225,8 @@ impl Code {
         Self::ShmNotShared,
         Self::ShmUnverified,
         Self::ShmBelowRequirement,
+        Self::PipeDirectoryUnreachable,
+        Self::PipeAccessUnverified,
         Self::DeviceMaxConnectionsHigh,
         Self::DaemonOpenFilesLow,
     ];
@@ -235,7 +246,7 @@ impl Code {
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 13] = [
+    pub const UNVERIFIABLE: [Self; 14] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
@@ -249,6 +260,7 @@ impl Code {
         Self::ServerLimitsUnverified,
         Self::DaemonLogUnverified,
         Self::ShmUnverified,
+        Self::PipeAccessUnverified,
     ];
 
     /// The stable kebab-case name.
@@ -312,6 +324,8 @@ impl Code {
             Self::ShmBelowRequirement => "shm-below-requirement",
             Self::DeviceMaxConnectionsHigh => "device-max-connections-high",
             Self::DaemonOpenFilesLow => "daemon-open-files-low",
+            Self::PipeDirectoryUnreachable => "pipe-directory-unreachable",
+            Self::PipeAccessUnverified => "pipe-access-unverified",
         }
     }
 
@@ -543,31 +557,6 @@ impl Code {
             }
             // The rest: every code's `why` is checked to be non-empty by the tests.
             _ => self.shared_why(),
-        }
-    }
-}
-
-impl Code {
-    /// [`Code::why`] of what the clients share with the server beyond the control pipe
-    /// (`/dev/shm`) and of the capacity advisories.
-    fn shared_why(self) -> &'static str {
-        match self {
-            Self::ShmNotShared => {
-                "A client and its MPS server exchange memory through /dev/shm; a client whose /dev/shm is not the server's fails at CUDA init (error 805, a segfault in cudaSetDevice, or SIGBUS)."
-            }
-            Self::ShmUnverified => {
-                "Only the daemon's /proc/<pid>/root shows which /dev/shm its servers use, and only statvfs shows the room left; without them a client that fails at CUDA init is not ruled out."
-            }
-            Self::ShmBelowRequirement => {
-                "Each client maps shared memory in /dev/shm; a full or small /dev/shm kills clients with SIGBUS or fails their CUDA init."
-            }
-            Self::DeviceMaxConnectionsHigh => {
-                "Under MPS each client's CUDA_DEVICE_MAX_CONNECTIONS work queues come out of the server's shared pool; above 2 fewer clients fit (NVIDIA recommends 2 or fewer)."
-            }
-            Self::DaemonOpenFilesLow => {
-                "The daemon and its servers hold file descriptors per client; NVIDIA recommends an open-files limit of at least 16384 for the control daemon."
-            }
-            _ => "",
         }
     }
 }

@@ -31,12 +31,13 @@ pub const SCHEMAS_READ: [&str; 4] = [SCHEMA, SCHEMA_V3, SCHEMA_V2, SCHEMA_V1];
 
 /// The top-level fields that only [`SCHEMA`] (v4) defines; an older snapshot that carries
 /// one is refused ([`schema_field_error`]).
-pub const V4_ONLY_FIELDS: [&str; 5] = [
+pub const V4_ONLY_FIELDS: [&str; 6] = [
     "daemon_log",
     "listed_clients",
     "gpu_query_rejected",
     "shm",
     "capacity",
+    "pipe_access",
 ];
 
 /// The top-level fields that v3 ([`SCHEMA_V3`]) added; a v1 or v2 snapshot that carries one is
@@ -187,6 +188,11 @@ pub struct HostFacts {
     /// open-files limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::CapacityFacts>,
+    /// What the MPS server of the judged user must reach: each directory on the way to the
+    /// pipe and log directories, `<pipe>/control` and `<pipe>/log`, and the user's groups
+    /// (notes row 6). Absent in snapshots that did not record it (then unverified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe_access: Option<crate::PipeAccessFacts>,
 }
 
 impl HostFacts {
@@ -213,6 +219,7 @@ impl HostFacts {
             listed_clients: None,
             shm: None,
             capacity: None,
+            pipe_access: None,
         }
     }
 }

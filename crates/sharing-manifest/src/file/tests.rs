@@ -47,6 +47,7 @@ fn evidence() -> Evidence {
         shm_free_bytes: None,
         shm_total_bytes: None,
         advisories: Vec::new(),
+        pipe_access: None,
     }
 }
 

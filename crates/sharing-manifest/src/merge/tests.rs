@@ -43,6 +43,7 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         shm_free_bytes: None,
         shm_total_bytes: None,
         advisories: Vec::new(),
+        pipe_access: None,
     }
 }
 

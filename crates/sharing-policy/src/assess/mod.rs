@@ -10,7 +10,8 @@
 //! mode (`health`); last, what the processes will be served with (`limits`: the server's
 //! state, the daemon's defaults against stated minimums), what the daemon's own log says of
 //! its servers (`log`), whether the clients share the daemon's `/dev/shm` and it has room
-//! (`shm`), and the capacity advisories (`capacity`), which never reject.
+//! (`shm`), whether the judged user's server can reach the pipe directory (`reach`), and the
+//! capacity advisories (`capacity`), which never reject.
 
 mod answers;
 mod capacity;
@@ -24,6 +25,7 @@ mod liveness;
 mod log;
 mod owner;
 mod pipe;
+mod reach;
 mod request;
 mod scope;
 mod server_limits;
@@ -196,6 +198,7 @@ pub(crate) fn explicit(
         shm_free_bytes: host.shm.free_bytes,
         shm_total_bytes: host.shm.total_bytes,
         advisories: served.advisories,
+        pipe_access: host.reach.map(str::to_owned),
     };
     Ok((evidence, served.warnings))
 }
@@ -211,6 +214,8 @@ struct HostChecks {
     limits: limits::LimitsEvidence,
     log: log::LogEvidence,
     shm: shm::ShmEvidence,
+    /// How the judged user's reach of the pipe directory was proven, if it was.
+    reach: Option<&'static str>,
 }
 
 /// What the "served" families established: the facts, and what could not be verified.
@@ -359,6 +364,9 @@ fn check_host(
     }
     host.log = log::check(&context, &mut host.served, findings);
     host.shm = shm::check(&context, &mut host.served, findings);
+    if !findings.settled() {
+        host.reach = reach::check(&context, &mut host.served, findings);
+    }
     capacity::check(&context, &mut host.served);
     host
 }

@@ -212,6 +212,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         listed_clients: None,
         shm: None,
         capacity: None,
+        pipe_access: None,
         env,
     }
 }

@@ -448,5 +448,6 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     .chain(crate::daemon_log::log_breakers())
     .chain(crate::props_clients::client_breakers())
     .chain(crate::props_shm::shm_breakers())
+    .chain(crate::props_reach::reach_breakers())
     .collect()
 }

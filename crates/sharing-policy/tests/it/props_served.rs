@@ -46,6 +46,10 @@ pub(crate) fn make_served(f: &mut HostFacts) {
     });
     set_compute_mode(f, "Default");
     set_health(f, hosts::HEALTHY);
+    f.pipe_access = Some(crate::props_reach::reachable(
+        &f.env.effective_pipe_directory(),
+        1000,
+    ));
 }
 
 /// Replaces the GPU query's outcome with `outcome`, a v1 (four-column) table.

@@ -50,7 +50,7 @@ fn fixture(name: &str) -> HostFacts {
     fixtures()
         .into_iter()
         .find(|(n, _)| *n == name)
-        .map(|(_, facts)| facts)
+        .map(|(_, facts)| crate::props_reach::with_reach(facts))
         .unwrap()
 }
 
@@ -221,7 +221,8 @@ fn the_real_daemons_settings_answers_are_read_as_recorded() {
         assert_eq!(lines[4], not_found.as_slice(), "{version}");
 
         // As the validator reads them, for a host whose daemon listed server 12345.
-        let mut host = served("100.0\n12345\n", 1000, "Exclusive_Process");
+        let mut host =
+            crate::props_reach::with_reach(served("100.0\n12345\n", 1000, "Exclusive_Process"));
         SCHEMA.clone_into(&mut host.schema);
         host.settings_query = Some(record);
         let wanting = Request {

@@ -87,7 +87,7 @@ def test_what_the_reference_commands_cannot_tell_is_unverified(host: FakeHost) -
     assert evidence.validated and evidence.server_pid == 4428
     assert evidence.unverified == [
         "daemon-scope-unverified", "server-owner-unverified", "compute-mode-unverified",
-        "server-status-unverified", "server-clients-unverified",
+        "server-status-unverified", "server-clients-unverified", "pipe-access-unverified",
     ]
     assert (evidence.compute_mode, evidence.driver_version, evidence.caller_uid) == (None, None, None)
 

@@ -18,6 +18,7 @@ use sharing_policy::{
     SELINUX_ENFORCE_PATH, UserGroups, path_prefixes,
 };
 
+use crate::log::sharing_policy_join as join;
 use crate::procfs::read_capped;
 
 /// The group database read for `--as-user`.
@@ -62,15 +63,6 @@ pub fn observe_pipe_access(
         selinux_enforce,
         selinux_error,
     }
-}
-
-fn join(directory: &OsText, name: &str) -> OsText {
-    let mut bytes = directory.as_bytes().to_vec();
-    if !bytes.ends_with(b"/") {
-        bytes.push(b'/');
-    }
-    bytes.extend_from_slice(name.as_bytes());
-    OsText::from_bytes(bytes)
 }
 
 /// Each of [`path_prefixes`] as [`observe_path_entry`] records it.

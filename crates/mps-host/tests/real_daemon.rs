@@ -446,8 +446,28 @@ fn as_nobody_the_scope_is_unverified() {
         ],
         "{evidence:?}"
     );
-    // The real daemon's files as nobody's probe recorded them (F8): `control` a 0666 socket,
-    // `log` a 0777 FIFO, and every directory down to the pipe directory searchable by nobody.
+    assert_nobody_reach(&facts);
+    let log = facts.daemon_log.as_ref().unwrap();
+    assert!(log.directory.is_none(), "{log:?}");
+    let shm = facts.shm.as_ref().unwrap();
+    assert!(
+        shm.daemon.as_ref().unwrap().errors.contains_key("stat"),
+        "{shm:?}"
+    );
+    assert!(shm.caller.free_bytes.is_some(), "{shm:?}");
+    assert_eq!(evidence.daemon_visible_devices, None);
+    let rejection = validate(&strict(&request), &facts).unwrap_err();
+    assert_eq!(rejection.code(), Code::DaemonScopeUnverified, "{rejection}");
+    assert!(
+        rejection.to_string().contains("run the probe as root"),
+        "{rejection}"
+    );
+}
+
+/// The real daemon's files as nobody's probe recorded them (F8): `control` a 0666 socket, `log`
+/// a 0777 FIFO, and no directory down to the pipe directory denying nobody search (the reach is
+/// unverified only for the log directory nobody cannot learn).
+fn assert_nobody_reach(facts: &sharing_policy::HostFacts) {
     let access = facts.pipe_access.as_ref().unwrap();
     assert_eq!(
         access.user.as_ref().map(|user| user.uid),
@@ -471,21 +491,6 @@ fn as_nobody_the_scope_is_unverified() {
     assert!(
         matches!(sharing_policy::pipe_reach(access, 65534), sharing_policy::Reach::Unverified(ref why) if why.contains("log directory")),
         "{access:?}"
-    );
-    let log = facts.daemon_log.as_ref().unwrap();
-    assert!(log.directory.is_none(), "{log:?}");
-    let shm = facts.shm.as_ref().unwrap();
-    assert!(
-        shm.daemon.as_ref().unwrap().errors.contains_key("stat"),
-        "{shm:?}"
-    );
-    assert!(shm.caller.free_bytes.is_some(), "{shm:?}");
-    assert_eq!(evidence.daemon_visible_devices, None);
-    let rejection = validate(&strict(&request), &facts).unwrap_err();
-    assert_eq!(rejection.code(), Code::DaemonScopeUnverified, "{rejection}");
-    assert!(
-        rejection.to_string().contains("run the probe as root"),
-        "{rejection}"
     );
 }
 

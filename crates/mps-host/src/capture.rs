@@ -50,6 +50,9 @@ pub struct ProbeOptions {
     /// The most `/proc` entries a daemon scan looks at (default [`DEFAULT_SCAN_LIMIT`]); the
     /// scan also stops at the probe's deadline (`timeout` after the capture began).
     pub scan_limit: u64,
+    /// The user the request is judged for (`--as-user`), whose groups decide whether its MPS
+    /// server can reach the pipe directory; `None`: the probing process's own.
+    pub as_user: Option<u32>,
 }
 
 /// The default bound of a `/proc` scan: more entries than a Linux host has processes by
@@ -66,6 +69,7 @@ impl Default for ProbeOptions {
             output_cap: DEFAULT_OUTPUT_CAP,
             proc_root: PathBuf::from("/proc"),
             scan_limit: DEFAULT_SCAN_LIMIT,
+            as_user: None,
         }
     }
 }
@@ -196,6 +200,13 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     let proven = sharing_policy::proven_daemon_pid(&facts);
     facts.shm = Some(crate::shm::observe_shm(root, proven));
     facts.capacity = Some(crate::shm::observe_capacity(root, proven, None));
+    // What the judged user's server must reach: lstat of each directory on the way to the
+    // pipe and log directories, the two files it opens, the user's groups.
+    facts.pipe_access = Some(crate::reach::observe_pipe_access(
+        &facts,
+        &directory,
+        options.as_user,
+    ));
     facts
 }
 

@@ -38,7 +38,8 @@ pub fn observe_log_directory(directory: &OsText) -> DaemonLogFacts {
     }
 }
 
-fn sharing_policy_join(directory: &OsText, name: &str) -> OsText {
+/// `directory/name`, as `sharing_policy`'s `facts::join` joins them.
+pub(crate) fn sharing_policy_join(directory: &OsText, name: &str) -> OsText {
     let mut bytes = directory.as_bytes().to_vec();
     if !bytes.ends_with(b"/") {
         bytes.push(b'/');

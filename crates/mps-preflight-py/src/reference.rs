@@ -3,8 +3,8 @@
 //! reference's commands through it, so the reference's own test doubles keep working.
 //!
 //! Those two queries cannot tell the compute mode, the driver version, the caller's and the
-//! servers' users, or the daemon's scope: the snapshot is a v1 one, and those are unverified
-//! exactly as for any v1 snapshot. The control pipe and the pid file are read from this host,
+//! servers' users, the daemon's scope, or whether the job's user reaches the pipe directory:
+//! the snapshot is a v1 one, and those are unverified exactly as for any v1 snapshot. The control pipe and the pid file are read from this host,
 //! as the reference reads them.
 //!
 //! Nor do they name the GPUs' models, which index order needs on a host of several GPUs
@@ -165,7 +165,8 @@ mod tests {
                 "server-owner-unverified",
                 "compute-mode-unverified",
                 "server-status-unverified",
-                "server-clients-unverified"
+                "server-clients-unverified",
+                "pipe-access-unverified"
             ]
         );
     }

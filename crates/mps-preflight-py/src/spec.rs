@@ -153,6 +153,7 @@ impl Spec {
             timeout: deadline(self.timeout)?,
             learner_uuid: self.learner_uuid.clone(),
             observe_cuda: sharing_policy::observes_host(request),
+            as_user: request.as_user,
             ..ProbeOptions::default()
         })
     }

@@ -293,6 +293,7 @@ def test_min_shm_is_the_cli_flag_and_advisories_never_reject(host: FakeHost) -> 
     with pytest.raises(mps_preflight.Rejected) as caught:
         mps_preflight.check(FIXTURES / "v4-shm-not-shared.json", **MPS)
     assert caught.value.code == "shm-not-shared"
+    assert evidence.pipe_access == "modes"
     with pytest.raises(ValueError, match="min_shm"):
         mps_preflight.check(shared, **MPS, min_shm="2GB")
     with pytest.raises(TypeError, match="min_shm"):
@@ -376,6 +377,23 @@ def test_the_console_command_is_the_cli(host: FakeHost) -> None:
     assert version.code == 0
     assert version.stdout.startswith(f"mps-preflight {mps_preflight.__version__} ("), version.stdout
     assert host.cli("probe", "--help").stdout.startswith("Observe this host")
+
+
+def test_a_pipe_directory_the_jobs_user_cannot_search_is_rejected_as_the_cli_does(host: FakeHost) -> None:
+    """The v4 fixture whose pipe directory is root's at 0700 is ``pipe-directory-unreachable``
+    for its caller (UID 1000), with the CLI's message; a v3 snapshot, which never recorded the
+    modes, is judged as it was then (``pipe_access`` null)."""
+    blocked = FIXTURES / "v4-pipe-directory-0700.json"
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.check(blocked, **MPS)
+    assert caught.value.code == "pipe-directory-unreachable"
+    assert "chmod o+x /tmp/nvidia-mps" in str(caught.value)
+    run = host.cli("check", "--snapshot", str(blocked), *MPS_FLAGS)
+    assert str(caught.value) == run.error()
+    reached = mps_preflight.check(FIXTURES / "v4-served-validated.json", **MPS, require_verified=True)
+    assert reached.pipe_access == "modes" and reached.unverified == []
+    older = mps_preflight.check(FIXTURES / "v3-served-validated.json", **MPS)
+    assert older.unverified == [] and older.pipe_access is None
 
 
 def test_require_verified_makes_what_is_unverified_a_rejection() -> None:

@@ -37,6 +37,7 @@ pub(crate) fn probe_options(args: &RequestArgs, request: &Request) -> ProbeOptio
         timeout: Duration::from_millis(args.timeout_ms),
         learner_uuid: args.learner_uuid.clone(),
         observe_cuda: sharing_policy::observes_host(request),
+        as_user: request.as_user,
         ..ProbeOptions::default()
     }
 }

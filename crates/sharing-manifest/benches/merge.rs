@@ -79,6 +79,7 @@ fn evidence(rank: i64, ranks_per_host: i64) -> Evidence {
         advisories: Vec::new(),
         gpu_compute_processes: None,
         server_client_limit: None,
+        pipe_access: None,
     }
 }
 

@@ -29,8 +29,9 @@ pub const MANIFEST_WRITER: &str = concat!("mps-preflight ", env!("CARGO_PKG_VERS
 /// `daemon_pid`, then the keys of "validated means served", then `host_name`, then
 /// what the processes will be served with (the daemon's default active-thread
 /// percentage and pinned-memory limit, the server's state), then the room of `/dev/shm` and
-/// the advisories, then the compute processes and the client limit.
-pub const EVIDENCE_KEYS: [&str; 39] = [
+/// the advisories, then the compute processes and the client limit, then how the job's
+/// user reaches the pipe directory.
+pub const EVIDENCE_KEYS: [&str; 40] = [
     "configured",
     "effective",
     "validated",
@@ -70,9 +71,10 @@ pub const EVIDENCE_KEYS: [&str; 39] = [
     "advisories",
     "gpu_compute_processes",
     "server_client_limit",
+    "pipe_access",
 ];
 
-/// The evidence as a JSON object: the 39 keys of [`EVIDENCE_KEYS`] in that order, unknown
+/// The evidence as a JSON object: the 40 keys of [`EVIDENCE_KEYS`] in that order, unknown
 /// facts as `null` (`server_uids` and `unverified` are lists, empty when there is nothing).
 ///
 /// ```
@@ -91,7 +93,7 @@ pub const EVIDENCE_KEYS: [&str; 39] = [
 ///     server_clients: None, server_client_pids: None, server_active_thread_percentage: None,
 ///     server_pinned_mem_limit: None,
 ///     shm_free_bytes: None, shm_total_bytes: None, advisories: vec![],
-///     gpu_compute_processes: None, server_client_limit: None,
+///     gpu_compute_processes: None, server_client_limit: None, pipe_access: None,
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -141,6 +143,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
         advisories,
         gpu_compute_processes,
         server_client_limit,
+        pipe_access,
     } = evidence;
     let values = [
         text(configured.as_deref()),
@@ -190,6 +193,7 @@ pub fn evidence_to_json(evidence: &Evidence) -> Value {
             .collect(),
         gpu_compute_processes.map_or(Value::Null, Value::from),
         server_client_limit.map_or(Value::Null, Value::from),
+        text(pipe_access.as_deref()),
     ];
     let map: Map<String, Value> = EVIDENCE_KEYS
         .iter()
@@ -310,6 +314,7 @@ mod tests {
             advisories: vec![sharing_policy::Code::DaemonOpenFilesLow],
             gpu_compute_processes: Some(0),
             server_client_limit: Some(48),
+            pipe_access: Some("modes".to_owned()),
         }
     }
 
@@ -385,6 +390,7 @@ mod tests {
             advisories: vec![],
             gpu_compute_processes: None,
             server_client_limit: None,
+            pipe_access: None,
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

@@ -73,6 +73,7 @@ fn evidence(rank: i64) -> Evidence {
         advisories: Vec::new(),
         gpu_compute_processes: None,
         server_client_limit: None,
+        pipe_access: None,
     }
 }
 

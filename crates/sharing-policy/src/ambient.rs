@@ -65,6 +65,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         advisories: Vec::new(),
         gpu_compute_processes: None,
         server_client_limit: None,
+        pipe_access: None,
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

@@ -16,7 +16,8 @@ use crate::Code;
 pub enum CodeClass {
     /// About what was asked (the mode, the devices, the backend, the rank, the pipe
     /// directory's spelling, the snapshot's schema, the job's own environment and container:
-    /// its `CUDA_DEVICE_MAX_CONNECTIONS`, a private `/dev/shm`): fixing it means changing the
+    /// its `CUDA_DEVICE_MAX_CONNECTIONS`, a private `/dev/shm`, a pipe directory whose modes keep
+    /// the job's user out): fixing it means changing the
     /// request or the settings that made it, not the node.
     Setting,
     /// About the node: its daemon, GPUs, control pipe, scope, compute mode, or what could not
@@ -62,6 +63,7 @@ impl Code {
             | Self::NonUtf8PipeDirectory
             | Self::ControlPathTooLong
             | Self::ShmNotShared
+            | Self::PipeDirectoryUnreachable
             | Self::DeviceMaxConnectionsHigh => CodeClass::Setting,
             Self::ServerOfAnotherUser
             | Self::ServerFault
@@ -110,6 +112,7 @@ impl Code {
             | Self::ServerClientsUnverified
             | Self::ServerLimitsUnverified
             | Self::ShmUnverified
+            | Self::PipeAccessUnverified
             | Self::ShmBelowRequirement
             | Self::DaemonOpenFilesLow => CodeClass::NodeFault,
         }

@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Vocabulary;
 
+mod shared;
+
 /// What kind of prerequisite was not met. The kebab-case spelling ([`Code::as_str`]) is stable:
 /// scripts and dashboards may match on it. Variants are listed in the validator's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -170,11 +172,18 @@ pub enum Code {
     /// The control daemon's open-files soft limit is below 16384. An advisory: never a
     /// rejection, not even with `--require-verified` ([`Code::ADVISORY`]).
     DaemonOpenFilesLow,
+    /// The judged user's MPS server cannot reach the pipe directory: a directory on the way
+    /// denies it search, or `<pipe>/control` or `<pipe>/log` denies it write (notes row 6).
+    PipeDirectoryUnreachable,
+    /// Whether the judged user can reach the pipe directory could not be told (a POSIX ACL, a
+    /// symbolic link, `SELinux` enforcing, the user's groups or a path unread). Unverified: a
+    /// rejection only with `--require-verified`.
+    PipeAccessUnverified,
 }
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 60] = [
+    pub const ALL: [Self; 62] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -233,6 +242,8 @@ impl Code {
         Self::ShmNotShared,
         Self::ShmUnverified,
         Self::ShmBelowRequirement,
+        Self::PipeDirectoryUnreachable,
+        Self::PipeAccessUnverified,
         Self::DeviceMaxConnectionsHigh,
         Self::DaemonOpenFilesLow,
     ];
@@ -252,7 +263,7 @@ impl Code {
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 14] = [
+    pub const UNVERIFIABLE: [Self; 15] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
@@ -267,6 +278,7 @@ impl Code {
         Self::ServerLimitsUnverified,
         Self::DaemonLogUnverified,
         Self::ShmUnverified,
+        Self::PipeAccessUnverified,
     ];
 
     /// The stable kebab-case name.
@@ -334,6 +346,8 @@ impl Code {
             Self::ShmBelowRequirement => "shm-below-requirement",
             Self::DeviceMaxConnectionsHigh => "device-max-connections-high",
             Self::DaemonOpenFilesLow => "daemon-open-files-low",
+            Self::PipeDirectoryUnreachable => "pipe-directory-unreachable",
+            Self::PipeAccessUnverified => "pipe-access-unverified",
         }
     }
 
@@ -582,5 +596,3 @@ impl fmt::Display for Code {
         f.write_str(self.as_str())
     }
 }
-
-mod shared;

@@ -142,4 +142,11 @@ pub struct Evidence {
     /// not read.
     #[serde(default)]
     pub server_client_limit: Option<u32>,
+    /// How the judged user's reach of the pipe directory was proven (notes row 6): `root`
+    /// (UID 0: no permission is checked) or `modes` (every directory on the way grants
+    /// search, `control` and `log` grant write, by the recorded modes, owners and groups);
+    /// null when it was not proven (then `pipe-access-unverified` is in `unverified`) or not
+    /// judged.
+    #[serde(default)]
+    pub pipe_access: Option<String>,
 }

@@ -32,13 +32,14 @@ pub const SCHEMAS_READ: [&str; 4] = [SCHEMA, SCHEMA_V3, SCHEMA_V2, SCHEMA_V1];
 
 /// The top-level fields that only [`SCHEMA`] (v4) defines; an older snapshot that carries
 /// one is refused ([`schema_field_error`]).
-pub const V4_ONLY_FIELDS: [&str; 6] = [
+pub const V4_ONLY_FIELDS: [&str; 7] = [
     "daemon_log",
     "listed_clients",
     "gpu_query_rejected",
     "shm",
     "capacity",
     "compute_apps_query",
+    "pipe_access",
 ];
 
 /// The top-level fields that v3 ([`SCHEMA_V3`]) added; a v1 or v2 snapshot that carries one is
@@ -188,6 +189,11 @@ pub struct HostFacts {
     /// no server listed: a process holding it keeps the MPS server from starting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_apps_query: Option<QueryRecord>,
+    /// What the MPS server of the judged user must reach: each directory on the way to the
+    /// pipe and log directories, `<pipe>/control` and `<pipe>/log`, and the user's groups
+    /// (notes row 6). Absent in snapshots that did not record it (then unverified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe_access: Option<crate::PipeAccessFacts>,
 }
 
 impl HostFacts {
@@ -215,6 +221,7 @@ impl HostFacts {
             shm: None,
             capacity: None,
             compute_apps_query: None,
+            pipe_access: None,
         }
     }
 }

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+mod access;
+mod access_facts;
 mod ambient;
 mod assess;
 mod attest;
@@ -30,6 +32,11 @@ mod unobserved;
 mod verdict;
 mod vocabulary;
 
+pub use access::{Blocked, Class, Need, Reach, pipe_reach};
+pub use access_facts::{
+    EntryKind, LOG_FIFO_NAME, POSIX_ACL_XATTR, PathEntry, PipeAccessFacts, SELINUX_ENFORCE_PATH,
+    UserGroups, path_prefixes,
+};
 use assess::{Unmet, Wanted};
 pub use attest::{
     ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS,

@@ -20,6 +20,7 @@ mod filesystem;
 mod listed_clients;
 mod old_driver;
 mod procfs;
+mod reach;
 mod real_daemon;
 mod real_daemon_attest;
 mod real_daemon_identity;

@@ -426,16 +426,19 @@ fn as_nobody_the_scope_is_unverified() {
     let evidence = validate(&request, &facts).unwrap();
     // Root's daemon's environment is unreadable to nobody: neither its scope nor its log
     // directory (so its log) can be verified; nor can nobody read the root daemon's
-    // /proc/<pid>/root, so its /dev/shm is unverified too.
+    // /proc/<pid>/root, so its /dev/shm is unverified too; and with the log directory unknown,
+    // whether nobody's server reaches it is unverified.
     assert_eq!(
         evidence.unverified,
         [
             Code::DaemonScopeUnverified,
             Code::DaemonLogUnverified,
-            Code::ShmUnverified
+            Code::ShmUnverified,
+            Code::PipeAccessUnverified
         ],
         "{evidence:?}"
     );
+    assert_nobody_reach(&facts);
     let log = facts.daemon_log.as_ref().unwrap();
     assert!(log.directory.is_none(), "{log:?}");
     let shm = facts.shm.as_ref().unwrap();
@@ -450,6 +453,36 @@ fn as_nobody_the_scope_is_unverified() {
     assert!(
         rejection.to_string().contains("run the probe as root"),
         "{rejection}"
+    );
+}
+
+/// The real daemon's files as nobody's probe recorded them (F8): `control` a 0666 socket, `log`
+/// a 0777 FIFO, and no directory down to the pipe directory denying nobody search (the reach is
+/// unverified only for the log directory nobody cannot learn).
+fn assert_nobody_reach(facts: &sharing_policy::HostFacts) {
+    let access = facts.pipe_access.as_ref().unwrap();
+    assert_eq!(
+        access.user.as_ref().map(|user| user.uid),
+        Some(65534),
+        "{access:?}"
+    );
+    assert_eq!(
+        (access.control.kind, access.control.mode),
+        (Some(sharing_policy::EntryKind::Socket), Some(0o666)),
+        "{access:?}"
+    );
+    assert_eq!(
+        (access.log_fifo.kind, access.log_fifo.mode),
+        (Some(sharing_policy::EntryKind::Fifo), Some(0o777)),
+        "{access:?}"
+    );
+    assert!(
+        access.log_path.is_none() && access.log_unknown.is_some(),
+        "{access:?}"
+    );
+    assert!(
+        matches!(sharing_policy::pipe_reach(access, 65534), sharing_policy::Reach::Unverified(ref why) if why.contains("log directory")),
+        "{access:?}"
     );
 }
 

@@ -9,7 +9,7 @@ use mps_host::ProbeOptions;
 use sharing_manifest::WriteOptions;
 
 use super::unobserved_note;
-use crate::args::{paragraphs, parse_timeout};
+use crate::args::{paragraphs, parse_timeout, parse_user};
 use crate::output::{Output, json_text};
 
 /// `--help`'s description.
@@ -50,6 +50,11 @@ pub(crate) struct CaptureArgs {
     /// Write the snapshot to FILE (atomically) instead of stdout
     #[arg(long, short = 'o', value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+
+    /// Record the groups of this user (a UID, or a name in /etc/passwd) for the pipe-directory
+    /// reach, so that `check --as-user` with the same user can judge it
+    #[arg(long, value_name = "USER", value_parser = parse_user)]
+    pub(crate) as_user: Option<u32>,
 }
 
 /// `capture`: the snapshot, pretty JSON, on stdout or into `--output`.
@@ -58,6 +63,7 @@ pub(crate) fn run(args: &CaptureArgs) -> Output {
         timeout: Duration::from_millis(args.timeout_ms),
         learner_uuid: args.learner_uuid.clone(),
         observe_cuda: true,
+        as_user: args.as_user,
         ..ProbeOptions::default()
     };
     let facts = mps_host::capture(&options);

@@ -227,7 +227,7 @@ fn probe_equals_check_of_capture() {
 
             if probe.code == 0 {
                 let evidence = probe.json(&what);
-                assert_eq!(evidence.as_object().unwrap().len(), 39, "{what}");
+                assert_eq!(evidence.as_object().unwrap().len(), 40, "{what}");
                 let host_name = mps_host::read_host_name().to_string_lossy();
                 assert_eq!(evidence["host_name"], host_name.as_str(), "{what}");
             } else {

@@ -29,6 +29,7 @@ mod manifest;
 mod merge;
 mod nproc;
 mod prom;
+mod reach;
 mod requirements;
 mod schemas;
 mod shm;

@@ -49,6 +49,7 @@ fn evidence() -> Evidence {
         advisories: Vec::new(),
         gpu_compute_processes: None,
         server_client_limit: None,
+        pipe_access: None,
     }
 }
 

@@ -45,6 +45,7 @@ fn rank(rank: i64, world_size: i64) -> Evidence {
         advisories: Vec::new(),
         gpu_compute_processes: None,
         server_client_limit: None,
+        pipe_access: None,
     }
 }
 

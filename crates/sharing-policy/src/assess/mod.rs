@@ -10,7 +10,8 @@
 //! processes holding it in `Exclusive_Process` (`apps`) and persistence mode (`health`); last, what the processes will be served with (`limits`: the server's
 //! state, the daemon's defaults against stated minimums), what the daemon's own log says of
 //! its servers (`log`), whether the clients share the daemon's `/dev/shm` and it has room
-//! (`shm`), and the capacity advisories (`capacity`), which never reject.
+//! (`shm`), whether the judged user's server can reach the pipe directory (`reach`), and the
+//! capacity advisories (`capacity`), which never reject.
 
 mod answers;
 mod apps;
@@ -25,6 +26,7 @@ mod liveness;
 mod log;
 mod owner;
 mod pipe;
+mod reach;
 mod request;
 mod scope;
 mod server_limits;
@@ -199,6 +201,7 @@ pub(crate) fn explicit(
         advisories: served.advisories,
         gpu_compute_processes: host.compute_apps,
         server_client_limit: host.limits.client_limit,
+        pipe_access: host.reach.map(str::to_owned),
     };
     Ok((evidence, served.warnings))
 }
@@ -216,6 +219,8 @@ struct HostChecks {
     shm: shm::ShmEvidence,
     /// The compute processes found on the GPU, when the compute-apps query was needed and read.
     compute_apps: Option<usize>,
+    /// How the judged user's reach of the pipe directory was proven, if it was.
+    reach: Option<&'static str>,
 }
 
 /// What the "served" families established: the facts, and what could not be verified.
@@ -368,6 +373,9 @@ fn check_host(
     }
     host.log = log::check(&context, &mut host.served, findings);
     host.shm = shm::check(&context, &mut host.served, findings);
+    if !findings.settled() {
+        host.reach = reach::check(&context, &mut host.served, findings);
+    }
     capacity::check(&context, &mut host.served);
     host
 }

@@ -1,4 +1,5 @@
-//! [`Code::why`] of the shared-resource and capacity codes.
+//! [`Code::why`] of the checks beyond the control pipe: `/dev/shm`, the capacity codes and
+//! whether the judged user's server can reach the pipe directory.
 
 use super::Code;
 
@@ -30,6 +31,12 @@ impl Code {
             }
             Self::ServerClientLimitReached => {
                 "An MPS server takes at most 48 client CUDA contexts per device on Volta and newer (fewer on a MIG instance); a client beyond the limit fails at context creation."
+            }
+            Self::PipeDirectoryUnreachable => {
+                "The MPS server runs as the client's user and must search every directory above the pipe and log directories, write <pipe>/log and connect to <pipe>/control; where it cannot, the server crash-loops with EACCES while the daemon still answers queries."
+            }
+            Self::PipeAccessUnverified => {
+                "Only the modes, owners and groups on the way to the pipe directory show that the client's server can reach it; an ACL, a symbolic link, SELinux or an unread fact leaves a server that crash-loops with EACCES not ruled out."
             }
             _ => "",
         }

@@ -99,6 +99,8 @@ fn the_setting_codes_are_the_requests() {
         // The job's own environment and container.
         "shm-not-shared",
         "device-max-connections-high",
+        // The modes of the pipe directory's path, which the operator sets.
+        "pipe-directory-unreachable",
     ]);
     assert_eq!(settings, expected);
 }

@@ -75,7 +75,7 @@ fn host(
             lock: Some(lock),
         }
     });
-    facts
+    crate::props_reach::with_reach(facts)
 }
 
 fn lookalikes() -> impl Strategy<Value = Vec<(i64, u32, bool)>> {

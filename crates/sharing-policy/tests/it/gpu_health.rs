@@ -14,7 +14,7 @@ use crate::support::{code, message, mps};
 
 /// A served host (the caller owns the daemon, `Default` mode) whose GPU query reports `health`.
 fn host(health: &str) -> HostFacts {
-    let mut facts = hosts::served("100.0\n", 1000, "Default");
+    let mut facts = crate::props_reach::with_reach(hosts::served("100.0\n", 1000, "Default"));
     set_health(&mut facts, health);
     facts
 }
@@ -25,7 +25,7 @@ const OLD_DRIVER: &str = "Field \"gpu_recovery_action\" is not a valid field to 
 
 /// The host as the probe records it on an older driver: the rejected query, then the base one.
 fn old_driver() -> HostFacts {
-    let mut facts = hosts::served("100.0\n", 1000, "Default");
+    let mut facts = crate::props_reach::with_reach(hosts::served("100.0\n", 1000, "Default"));
     let base = facts.gpu_query.clone().unwrap();
     assert_eq!(base.args, BASE_GPU_QUERY_ARGS);
     let mut rejected = base;
@@ -137,7 +137,7 @@ fn an_older_driver_that_rejected_the_fields_leaves_the_health_unverified() {
 
 #[test]
 fn a_snapshot_of_the_base_query_alone_is_judged_as_before() {
-    let facts = hosts::served("100.0\n", 1000, "Default");
+    let facts = crate::props_reach::with_reach(hosts::served("100.0\n", 1000, "Default"));
     let mut request = mps("cuda:0", Some("cuda:0"));
     request.require_verified = true;
     let evidence = validate(&request, &facts).unwrap();

@@ -204,6 +204,7 @@ pub(crate) fn healthy(env: EnvFacts, smi: &str, answer: &str) -> HostFacts {
         shm: None,
         capacity: None,
         compute_apps_query: None,
+        pipe_access: None,
         env,
     }
 }

@@ -30,6 +30,7 @@ mod props_apps;
 mod props_breakers;
 mod props_clients;
 mod props_gen;
+mod props_reach;
 mod props_served;
 mod props_shm;
 mod seed_order;

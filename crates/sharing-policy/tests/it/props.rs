@@ -21,7 +21,19 @@ pub(crate) fn config() -> ProptestConfig {
 pub(crate) fn healthy_bases() -> Vec<HostFacts> {
     let bases: Vec<HostFacts> = hosts::all()
         .into_iter()
-        .map(|(_, facts)| facts)
+        .map(|(_, facts)| match &facts.caller {
+            // What a v4 probe adds for its caller: the pipe directory reached.
+            Some(caller) if caller.euid != 0 => {
+                let uid = caller.euid;
+                let mut facts = facts;
+                facts.pipe_access = Some(crate::props_reach::reachable(
+                    &facts.env.effective_pipe_directory(),
+                    uid,
+                ));
+                facts
+            }
+            _ => facts,
+        })
         .filter(|facts| validate(&mps("cuda:0", Some("cuda:0")), facts).is_ok())
         .collect();
     assert!(
@@ -50,6 +62,10 @@ pub(crate) fn set_pipe_directory(facts: &mut HostFacts, directory: Option<OsText
     }
     if let Some(pid) = &mut facts.pid_file {
         pid.path = env.pid_file_path();
+    }
+    if let Some(access) = &mut facts.pipe_access {
+        let uid = access.user.as_ref().map_or(1000, |user| user.uid);
+        *access = crate::props_reach::reachable(&env.effective_pipe_directory(), uid);
     }
 }
 

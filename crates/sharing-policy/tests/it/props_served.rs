@@ -50,6 +50,10 @@ pub(crate) fn make_served(f: &mut HostFacts) {
     // with the daemon (a v4 snapshot without them is unverified).
     f.daemon_log = Some(healthy_log());
     f.shm = Some(shared_shm());
+    f.pipe_access = Some(crate::props_reach::reachable(
+        &f.env.effective_pipe_directory(),
+        1000,
+    ));
 }
 
 /// The real 550 daemon's `control.log`, no `server.log`.

@@ -70,6 +70,8 @@ fn key_phrase(code: Code) -> &'static str {
         Code::ShmNotShared => "is not the control daemon's",
         Code::ShmUnverified => "/dev/shm",
         Code::ShmBelowRequirement => "room in /dev/shm",
+        Code::PipeDirectoryUnreachable => "the MPS server runs as the client's user",
+        Code::PipeAccessUnverified => "can reach the pipe directory",
         Code::DeviceMaxConnectionsHigh | Code::DaemonOpenFilesLow => "advises on GPU",
         other => panic!("no key phrase for {other}"),
     }
@@ -167,6 +169,8 @@ fn codes_are_stable_kebab_case_and_serialize_as_such() {
         "shm-not-shared",
         "shm-unverified",
         "shm-below-requirement",
+        "pipe-directory-unreachable",
+        "pipe-access-unverified",
         "device-max-connections-high",
         "daemon-open-files-low",
     ];

@@ -50,7 +50,7 @@ fn fixture(name: &str) -> HostFacts {
     fixtures()
         .into_iter()
         .find(|(n, _)| *n == name)
-        .map(|(_, facts)| facts)
+        .map(|(_, facts)| crate::props_reach::with_reach(facts))
         .unwrap()
 }
 

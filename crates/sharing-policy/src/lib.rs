@@ -35,10 +35,10 @@ mod vocabulary;
 
 use assess::{Unmet, Wanted};
 pub use attest::{
-    ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS,
-    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, ServerSettings,
-    attest, attest_settings_commands, distinct_pids, parse_client_list, same_process,
-    stat_start_time,
+    ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, AttestWords, Attestation,
+    CLIENT_ENVIRON_VARS, LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts,
+    ServerSettings, attest, attest_settings_commands, attest_worded, distinct_pids,
+    parse_client_list, same_process, stat_start_time,
 };
 pub use class::CodeClass;
 pub use code::Code;

@@ -45,6 +45,7 @@ pub use code::Code;
 pub use commands::{DAEMON_PROBE, Pid, ReadOnlyCommand, client_query, probe_stdin, separated};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
 pub use daemon_log::daemon_log_directory;
+pub use device::cuda_index;
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, Attempt, CONTROL_PIPE_NAME, CapturedText, DAEMON_QUERY_PROGRAM,

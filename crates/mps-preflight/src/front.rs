@@ -9,7 +9,7 @@
 //!
 //! The native entry points return structured results, never a command line's text:
 //! [`diagnose`] (`doctor`: the findings, the warnings and the evidence of one verdict),
-//! [`visibility`] and [`attest`] (a [`Refused`] carries its code as data). The command line
+//! [`visibility()`] and [`attest()`] (a [`Refused`] carries its code as data). The command line
 //! renders them (`visibility.rs`, `attest.rs`, `commands/doctor.rs`); the Python binding hands
 //! them to Python as they are.
 //!

@@ -15,16 +15,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mps_host::ProbeOptions;
+use mps_preflight::front::{self, HiArgs, Param, Refused, Snapshot, Wording};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBool, PyInt, PyTuple};
 use sharing_policy::HostFacts;
 
 use crate::convert;
-use crate::policy::{self, Verdict};
+use crate::policy;
 use crate::runner::{CallingThreadRunner, PyRunner};
-use crate::snapshot::{self, Source};
-use crate::spec::{Spec, deadline};
+use crate::spec::Spec;
 
 /// Observes this host without the GIL: through mps-host's process runner, or through the
 /// caller's `run_command` adapter when one is given.
@@ -118,24 +118,17 @@ const REAP_GRACE: Duration = Duration::from_millis(300);
 /// The snapshot named by `path` or given as JSON `text`, with the call's learner UUID (when
 /// given) replacing the recorded one, as the CLI's `check --learner-uuid` does.
 fn load(spec: &Spec, path: Option<&PathBuf>, text: Option<&String>) -> Result<HostFacts, String> {
-    let mut facts = match (path, text) {
-        (Some(path), _) => snapshot::load(Source::Path(path))?,
-        (None, Some(text)) => snapshot::load(Source::Text(text))?,
+    let source = match (path, text) {
+        (Some(path), _) => Snapshot::Path(path),
+        (None, Some(text)) => Snapshot::Text(text),
         (None, None) => return Err("no snapshot given".to_owned()),
     };
-    if let Some(uuid) = &spec.learner_uuid {
-        facts.learner_uuid = Some(uuid.clone());
-    }
-    Ok(facts)
+    front::snapshot_facts(source, spec.learner_uuid.as_deref())
 }
 
-/// The request, and what `probe` observes for it.
-fn options(spec: &Spec) -> PyResult<(sharing_policy::Request, ProbeOptions)> {
-    let request = spec.request().map_err(PyValueError::new_err)?;
-    let options = spec
-        .probe_options(&request)
-        .map_err(PyValueError::new_err)?;
-    Ok((request, options))
+/// The request, and what `probe` observes for it: the front end's one conversion.
+fn options(spec: &Spec) -> PyResult<HiArgs> {
+    Ok(spec.low().map_err(PyValueError::new_err)?.to_high())
 }
 
 /// `probe`: observe, then validate. `("ok", evidence)` or `("rejected", code, message, findings)`.
@@ -146,9 +139,9 @@ fn probe(
     spec: Spec,
     run_command: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyTuple>> {
-    let (request, options) = options(&spec)?;
+    let HiArgs { request, probe } = options(&spec)?;
     let reference = spec.compat.then_some((&request, &spec));
-    let mut facts = observe(py, &options, run_command, reference)?;
+    let mut facts = observe(py, &probe, run_command, reference)?;
     if spec.compat && facts.cuda_device_uuids.is_none() && !spec.cuda_device_uuids.is_empty() {
         // The drop-in's torch, on this project's own queries: what it reports proves index
         // order for its indices there too.
@@ -166,15 +159,16 @@ fn check(
     path: Option<PathBuf>,
     text: Option<String>,
 ) -> PyResult<Bound<'_, PyTuple>> {
-    let request = spec.request().map_err(PyValueError::new_err)?;
+    let request = options(&spec)?.request;
     match load(&spec, path.as_ref(), text.as_ref()) {
         Ok(facts) => convert::verdict(py, &policy::judge(&request, &facts)),
         Err(message) => convert::failure(py, "snapshot", &message),
     }
 }
 
-/// `doctor`: every finding. `("ok", findings, evidence or None)` or `("snapshot", message)`.
-/// Without a snapshot it observes this host.
+/// `doctor`: one verdict's findings, warnings and evidence ([`front::diagnose`]).
+/// `("ok", findings, evidence or None, warnings)` or `("snapshot", message)`. Without a
+/// snapshot it observes this host.
 #[pyfunction]
 #[pyo3(signature = (spec, *, path=None, text=None))]
 fn doctor(
@@ -183,9 +177,9 @@ fn doctor(
     path: Option<PathBuf>,
     text: Option<String>,
 ) -> PyResult<Bound<'_, PyTuple>> {
-    let (request, options) = options(&spec)?;
+    let HiArgs { request, probe } = options(&spec)?;
     let facts = if path.is_none() && text.is_none() {
-        observe(py, &options, None, None)?
+        observe(py, &probe, None, None)?
     } else {
         match load(&spec, path.as_ref(), text.as_ref()) {
             Ok(facts) => facts,
@@ -193,11 +187,18 @@ fn doctor(
         }
     };
     // One decision: a valid request has no finding, a rejected one no evidence.
-    let (findings, evidence) = match policy::judge(&request, &facts) {
-        Verdict::Valid(evidence) => (Vec::new(), Some(convert::evidence(py, &evidence)?)),
-        Verdict::Rejected { findings, .. } => (findings, None),
+    let diagnosis = front::diagnose(&request, &facts);
+    let evidence = match &diagnosis.evidence {
+        Some(evidence) => Some(convert::evidence(py, evidence)?),
+        None => None,
     };
-    ("ok", convert::findings(py, &findings)?, evidence).into_pyobject(py)
+    (
+        "ok",
+        convert::findings(py, &diagnosis.findings)?,
+        evidence,
+        convert::findings(py, &diagnosis.warnings)?,
+    )
+        .into_pyobject(py)
 }
 
 /// `capture`: this host's raw facts, as the `dict` of the CLI's snapshot JSON.
@@ -210,7 +211,7 @@ fn capture(
     run_command: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyAny>> {
     let options = ProbeOptions {
-        timeout: deadline(timeout).map_err(PyValueError::new_err)?,
+        timeout: front::deadline(timeout).map_err(PyValueError::new_err)?,
         learner_uuid,
         observe_cuda: true,
         ..ProbeOptions::default()
@@ -278,7 +279,7 @@ fn visibility_with<'py>(
         Err(gpu_uuid::VisibilityError::NoTable { .. }) => {} // indices: the table is needed
         Err(err) => return rejected(err.to_string()).into_pyobject(py),
     }
-    let timeout = deadline(timeout).map_err(PyValueError::new_err)?;
+    let timeout = front::deadline(timeout).map_err(PyValueError::new_err)?;
     let env = mps_host::read_env();
     let tables = if let Some(run_command) = run_command {
         let runner = PyRunner::new(run_command);
@@ -361,8 +362,16 @@ fn reference_unresolved(err: &gpu_uuid::VisibilityError) -> String {
     )
 }
 
-/// The code of a `visibility` rejection (the CLI's `visibility` has no codes of its own).
-const VISIBILITY_CODE: &str = "visibility-unresolved";
+/// The code of a `visibility` rejection.
+const VISIBILITY_CODE: &str = front::VISIBILITY_CODE;
+
+/// The CUDA device index a device string names, as the validator reads it
+/// (`sharing_policy::cuda_index`); `None` for anything else. The drop-in asks the caller's
+/// torch about these indices only.
+#[pyfunction]
+fn cuda_index(device: &str) -> Option<u32> {
+    sharing_policy::cuda_index(device)
+}
 
 /// The comparison token of a GPU UUID (upper case, no `GPU-`, no dashes), as the reference's
 /// `canonicalize_gpu_uuid`.
@@ -378,11 +387,83 @@ fn run_cli(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     py.detach(|| mps_preflight::run_status(argv))
 }
 
-/// The command line with its output kept: `(status, stdout, errors)`.
+/// `visibility`: the front end's rewrite ([`front::visibility`]) in the native API's words,
+/// without the GIL. `("ok", mask)` or `("rejected", code, message, [])`.
 #[pyfunction]
-fn run_captured(py: Python<'_>, argv: Vec<OsString>) -> (u8, String, Vec<String>) {
-    let captured = py.detach(|| mps_preflight::run_captured(argv));
-    (captured.status, captured.stdout, captured.errors)
+#[pyo3(signature = (mask, timeout))]
+fn visibility(py: Python<'_>, mask: Option<String>, timeout: f64) -> PyResult<Bound<'_, PyTuple>> {
+    let timeout = front::rounded_deadline(timeout).map_err(PyValueError::new_err)?;
+    let visible = py.detach(|| front::visibility(mask.as_deref(), timeout, Wording::Python));
+    match visible {
+        Ok(visible) => ("ok", visible.mask).into_pyobject(py),
+        Err(refused) => refusal(py, refused, false),
+    }
+}
+
+/// `attest`: the front end's attestation ([`front::attest`]) in the native API's words,
+/// without the GIL. `("ok", attestation)`, `("rejected", code, message, [])` (the first code,
+/// every message), or `("input", message)`. The PIDs and the wait are checked here, in Rust.
+#[pyfunction]
+#[pyo3(signature = (learner_pid, collector_pid, *, wait, timeout, manifest=None))]
+fn attest<'py>(
+    py: Python<'py>,
+    learner_pid: Bound<'py, PyAny>,
+    collector_pid: Bound<'py, PyAny>,
+    wait: Bound<'py, PyAny>,
+    timeout: f64,
+    manifest: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let spec = front::AttestSpec {
+        learner: pid(&learner_pid, Param::LearnerPid)?,
+        collector: pid(&collector_pid, Param::CollectorPid)?,
+        wait: front::wait(wait.extract()?, &wait.repr()?.to_string(), Wording::Python)
+            .map_err(PyValueError::new_err)?,
+        timeout: front::rounded_deadline(timeout).map_err(PyValueError::new_err)?,
+        manifest,
+    };
+    match py.detach(|| front::attest(&spec, Wording::Python)) {
+        Ok(attestation) => {
+            let value = serde_json::to_value(&attestation).map_err(|err| {
+                PyRuntimeError::new_err(format!("cannot encode the attestation: {err}"))
+            })?;
+            ("ok", convert::to_py(py, &value)?).into_pyobject(py)
+        }
+        Err(refused) => refusal(py, refused, true),
+    }
+}
+
+/// A PID argument: an `int` (never a `bool`) the front end accepts as a PID.
+fn pid(value: &Bound<'_, PyAny>, param: Param) -> PyResult<sharing_policy::Pid> {
+    let number = if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        None
+    } else {
+        value.extract::<i64>().ok()
+    };
+    front::pid(number, &value.repr()?.to_string(), param, Wording::Python)
+        .map_err(PyValueError::new_err)
+}
+
+/// A refusal as the Python side raises it: `("rejected", first code, every message joined by
+/// `; `, [])` (each message after its code when `coded`, as attest's lines are), or
+/// `("input", message)` (a `ValueError`).
+fn refusal(py: Python<'_>, refused: Refused, coded: bool) -> PyResult<Bound<'_, PyTuple>> {
+    match refused {
+        Refused::Rejected(errors) => {
+            let code = errors.first().map_or("", |(code, _)| *code);
+            let messages: Vec<String> = errors
+                .iter()
+                .map(|(code, message)| {
+                    if coded {
+                        format!("{code}: {message}")
+                    } else {
+                        message.clone()
+                    }
+                })
+                .collect();
+            ("rejected", code, messages.join("; "), Vec::<String>::new()).into_pyobject(py)
+        }
+        Refused::Input(message) => convert::failure(py, "input", &message),
+    }
 }
 
 #[pymodule]
@@ -396,8 +477,10 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(merge, module)?)?;
     module.add_function(wrap_pyfunction!(visibility_with, module)?)?;
     module.add_function(wrap_pyfunction!(canonicalize_gpu_uuid, module)?)?;
+    module.add_function(wrap_pyfunction!(cuda_index, module)?)?;
     module.add_function(wrap_pyfunction!(run_cli, module)?)?;
-    module.add_function(wrap_pyfunction!(run_captured, module)?)?;
+    module.add_function(wrap_pyfunction!(visibility, module)?)?;
+    module.add_function(wrap_pyfunction!(attest, module)?)?;
     module.add("SCHEMA", sharing_policy::SCHEMA)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -1,22 +1,13 @@
 //! The one place the binding asks `sharing-policy` for a verdict, and so for its messages.
 //!
 //! Every native function that validates goes through [`judge`] and [`findings`], in the
-//! words [`vocabulary`] chooses for the API that asked: the compat layer (the reference
-//! module's drop-in) keeps the reference's wording exactly, without a message copied into
-//! Python; the native API says what the CLI says, word for word (its keywords are the CLI's
-//! flags: `request`, `learner_device`, `backend`, ...), as does the console command.
+//! words the request was built with (`mps_preflight::front::Wording`, chosen by
+//! `Spec::wording`): the compat layer (the reference module's drop-in) keeps the reference's
+//! wording exactly, without a message copied into Python; the native API says what the CLI
+//! says, word for word (its keywords are the CLI's flags: `request`, `learner_device`,
+//! `backend`, ...), as does the console command.
 
-use sharing_policy::{Evidence, Finding, HostFacts, Request, Vocabulary};
-
-/// The words of the messages for the API that asked: the reference's for `compat`, the
-/// CLI's for the native API.
-pub fn vocabulary(compat: bool) -> Vocabulary {
-    if compat {
-        Vocabulary::Reference
-    } else {
-        Vocabulary::Cli
-    }
-}
+use sharing_policy::{Evidence, Finding, HostFacts, Request};
 
 /// The policy's answer to one request on one host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +31,7 @@ pub enum Verdict {
 
 /// Validates `request` against `facts` in one walk ([`sharing_policy::judge`], the CLI's one
 /// decision too); a rejection comes with every finding, in the request's vocabulary
-/// ([`vocabulary`], set by `Spec::request`).
+/// (set by `Spec::low`).
 pub fn judge(request: &Request, facts: &HostFacts) -> Verdict {
     let verdict = sharing_policy::judge(request, facts);
     match verdict.result {
@@ -61,8 +52,8 @@ pub fn findings(request: &Request, facts: &HostFacts) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{Source, load};
     use crate::spec::Spec;
+    use mps_preflight::front::{Snapshot, snapshot_facts};
 
     /// The drop-in names only its own parameters. On every recorded host, no
     /// message or fix of a compat request names a command-line flag (`--learner-uuid`,
@@ -74,7 +65,7 @@ mod tests {
         let allowed = ["--query-gpu", "--format", "--ipc=host"];
         for entry in std::fs::read_dir(folder).unwrap() {
             let path = entry.unwrap().path();
-            let Ok(facts) = load(Source::Path(&path)) else {
+            let Ok(facts) = snapshot_facts(Snapshot::Path(&path), None) else {
                 continue;
             };
             for (learner, collector) in [
@@ -84,7 +75,7 @@ mod tests {
             ] {
                 let mut spec = Spec::new(Some("mps"), learner, collector, "mjwarp");
                 spec.compat = true;
-                let request = spec.request().unwrap();
+                let request = spec.low().unwrap().to_high().request;
                 for finding in findings(&request, &facts) {
                     for text in [&finding.message, &finding.fix] {
                         let flags = text

@@ -165,8 +165,7 @@ mod tests {
                 "server-owner-unverified",
                 "compute-mode-unverified",
                 "server-status-unverified",
-                "server-clients-unverified",
-                "pipe-access-unverified"
+                "server-clients-unverified"
             ]
         );
     }

@@ -1,10 +1,10 @@
-//! What one Python call asks for: the request, and how patiently to observe the host.
+//! What one Python call asks for, as Python's keyword arguments give it: they fill the front
+//! end's low-level arguments ([`LowArgs`], shared with the command line's clap arguments),
+//! which are converted once, by [`LowArgs::to_high`], into the request and the probe options.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use mps_host::ProbeOptions;
-use sharing_policy::{MemSize, Percentage, Request};
+use mps_preflight::front::{self, LowArgs, Param, Wording};
 
 /// The arguments of `probe`, `check` and `doctor`, as the Python side passes them (a `dict`
 /// with these keys).
@@ -37,7 +37,7 @@ pub struct Spec {
     /// key (the CLI's `--require-verified`).
     pub require_verified: bool,
     /// Whether the reference module's drop-in (`mps_preflight.compat`) asks: its messages are
-    /// then the reference's wording ([`crate::policy::vocabulary`]).
+    /// then the reference's wording ([`Wording::Reference`]).
     pub compat: bool,
     /// `min_active_thread_percentage=` as text (`"50"`, `"12.5"`), as the CLI's
     /// `--min-active-thread-percentage` reads it; `None` states no minimum.
@@ -79,156 +79,109 @@ impl Spec {
         }
     }
 
-    /// The request as the policy reads it; `null` in any case is no mode, as on the command
-    /// line (`--request null`). Built on [`Request::new`], so a request field the policy adds
-    /// later starts at its default here too; the backend is always named, as the reference
-    /// requires. The vocabulary is [`crate::policy::vocabulary`]'s for this API.
+    /// Whose words the messages use: the reference's for the drop-in, else the native API's.
+    pub fn wording(&self) -> Wording {
+        if self.compat {
+            Wording::Reference
+        } else {
+            Wording::Python
+        }
+    }
+
+    /// The front end's low-level arguments: the keywords' text read by the same parsers as the
+    /// command line's flags ([`front::parse_percentage`], …), named as Python names them. The
+    /// backend is always named, as the reference requires.
     ///
     /// # Errors
-    /// A stated minimum that is not a percentage or an amount of memory as the CLI reads them
-    /// (a requirement is never dropped: Python raises `ValueError`), or an `as_user` that names
-    /// no user.
-    pub fn request(&self) -> Result<Request, String> {
-        let mode = self
-            .mode
-            .as_deref()
-            .filter(|mode| !mode.trim().eq_ignore_ascii_case("null"));
-        let percentage = self
-            .min_active_thread_percentage
-            .as_deref()
-            .map(|text| {
-                Percentage::parse_arg(text).ok_or_else(|| {
-                    format!("min_active_thread_percentage must be above 0 and at most 100 with at most one decimal (50, 12.5), got {text:?}")
-                })
-            })
-            .transpose()?;
-        let pinned = self
-            .min_pinned_mem
-            .as_deref()
-            .map(|text| {
-                MemSize::parse_arg(text).ok_or_else(|| {
-                    format!("min_pinned_mem must be digits then M or G (512M, 10G), got {text:?}")
-                })
-            })
-            .transpose()?;
-        let shm = self
-            .min_shm
-            .as_deref()
-            .map(|text| {
-                MemSize::parse_arg(text).ok_or_else(|| {
-                    format!("min_shm must be digits then M or G (512M, 2G), got {text:?}")
-                })
-            })
-            .transpose()?;
-        let as_user = self
-            .as_user
-            .as_deref()
-            .map(|user| mps_host::resolve_user(user).map_err(|why| format!("as_user: {why}")))
-            .transpose()?;
-        Ok(Request {
+    /// A stated minimum that is not a percentage or an amount of memory (a requirement is never
+    /// dropped: Python raises `ValueError`), an `as_user` that names no user, or a timeout that
+    /// is not a positive number of seconds.
+    pub fn low(&self) -> Result<LowArgs, String> {
+        let wording = self.wording();
+        let memory = |text: &Option<String>, param| {
+            text.as_deref()
+                .map(|text| front::parse_mem_size(text, param, wording))
+                .transpose()
+        };
+        Ok(LowArgs {
+            mode: self.mode.clone(),
+            learner_device: self.learner_device.clone(),
+            collector_device: self.collector_device.clone(),
+            backend: Some(self.backend.clone()),
             rank: self.rank,
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
-            require_verified: self.require_verified,
-            vocabulary: crate::policy::vocabulary(self.compat),
-            min_active_thread_percentage: percentage,
-            min_pinned_mem: pinned,
-            as_user,
-            min_shm: shm,
-            ..Request::new(
-                mode,
-                &self.learner_device,
-                self.collector_device.as_deref(),
-                &self.backend,
-            )
-        })
-    }
-
-    /// What `probe` observes for `request`: what the CLI's `probe` observes.
-    ///
-    /// # Errors
-    /// The message of [`deadline`] for a timeout that is not a positive number of seconds.
-    pub fn probe_options(&self, request: &Request) -> Result<ProbeOptions, String> {
-        Ok(ProbeOptions {
-            timeout: deadline(self.timeout)?,
             learner_uuid: self.learner_uuid.clone(),
-            observe_cuda: sharing_policy::observes_host(request),
-            as_user: request.as_user,
-            ..ProbeOptions::default()
+            timeout: front::deadline(self.timeout)?,
+            require_verified: self.require_verified,
+            min_active_thread_percentage: self
+                .min_active_thread_percentage
+                .as_deref()
+                .map(|text| front::parse_percentage(text, wording))
+                .transpose()?,
+            min_pinned_mem: memory(&self.min_pinned_mem, Param::MinPinnedMem)?,
+            as_user: self
+                .as_user
+                .as_deref()
+                .map(|user| front::parse_user(user, wording))
+                .transpose()?,
+            min_shm: memory(&self.min_shm, Param::MinShm)?,
+            wording,
         })
-    }
-}
-
-/// `timeout` seconds as a deadline: positive and finite, at least 1 ms as on the command line
-/// (`--timeout-ms 1`).
-///
-/// # Errors
-/// A message naming the value, for anything else.
-pub fn deadline(timeout: f64) -> Result<Duration, String> {
-    match Duration::try_from_secs_f64(timeout) {
-        Ok(duration) if duration >= Duration::from_millis(1) => Ok(duration),
-        _ => Err(format!(
-            "timeout must be a number of seconds of at least 0.001, got {timeout}"
-        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
-        for null in [None, Some("null"), Some(" NULL ")] {
-            let spec = Spec::new(null, "cuda:0", None, "mjwarp");
-            assert_eq!(spec.request().unwrap().mode, None, "{null:?}");
-        }
-        for other in ["mps", "", "none"] {
-            let spec = Spec::new(Some(other), "cuda:0", None, "mjwarp");
-            assert_eq!(spec.request().unwrap().mode.as_deref(), Some(other));
-        }
-    }
+    use sharing_policy::Vocabulary;
 
     #[test]
     fn require_verified_reaches_the_request() {
         let mut spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
-        assert!(!spec.request().unwrap().require_verified);
+        assert!(!spec.low().unwrap().to_high().request.require_verified);
         spec.require_verified = true;
-        assert!(spec.request().unwrap().require_verified);
+        assert!(spec.low().unwrap().to_high().request.require_verified);
     }
 
     #[test]
     fn as_user_is_resolved_as_the_cli_resolves_it() {
         let mut spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
-        assert_eq!(spec.request().unwrap().as_user, None);
+        assert_eq!(spec.low().unwrap().as_user, None);
         spec.as_user = Some("1001".to_owned());
-        assert_eq!(spec.request().unwrap().as_user, Some(1001));
+        assert_eq!(spec.low().unwrap().as_user, Some(1001));
         spec.as_user = Some("root".to_owned());
-        assert_eq!(spec.request().unwrap().as_user, Some(0));
+        assert_eq!(spec.low().unwrap().as_user, Some(0));
         spec.as_user = Some("no-such-user-mps-preflight".to_owned());
-        let error = spec.request().unwrap_err();
+        let error = spec.low().unwrap_err();
         assert!(error.starts_with("as_user: no user named"), "{error}");
     }
 
     #[test]
-    fn a_deadline_is_at_least_a_millisecond_and_finite() {
-        assert_eq!(deadline(5.0), Ok(Duration::from_secs(5)));
-        assert_eq!(deadline(0.001), Ok(Duration::from_millis(1)));
-        for bad in [0.0, 0.0005, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(deadline(bad).is_err(), "{bad}");
-        }
+    fn a_bad_minimum_or_timeout_is_named_as_python_passes_it() {
+        let mut spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        spec.min_shm = Some("2T".to_owned());
+        assert!(
+            spec.low()
+                .unwrap_err()
+                .starts_with("min_shm must be digits")
+        );
+        spec.min_shm = None;
+        spec.timeout = 0.0;
+        assert!(
+            spec.low()
+                .unwrap_err()
+                .starts_with("timeout must be a number of seconds")
+        );
     }
 
     #[test]
-    fn a_null_request_on_a_cpu_learner_observes_nothing() {
-        let spec = Spec::new(None, "cpu", None, "mjwarp");
-        let options = spec.probe_options(&spec.request().unwrap()).unwrap();
-        assert!(!options.observe_cuda);
-        let spec = Spec::new(Some("mps"), "cpu", None, "mjwarp");
-        assert!(
-            spec.probe_options(&spec.request().unwrap())
-                .unwrap()
-                .observe_cuda
-        );
+    fn compat_speaks_the_reference_s_words_and_the_native_api_the_cli_s() {
+        let mut spec = Spec::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+        let native = spec.low().unwrap().to_high().request;
+        assert_eq!(native.vocabulary, Vocabulary::Cli);
+        spec.compat = true;
+        let compat = spec.low().unwrap().to_high().request;
+        assert_eq!(compat.vocabulary, Vocabulary::Reference);
     }
 }

@@ -92,10 +92,33 @@ def test_not_attached_is_rejected_with_a_code(host: FakeHost, processes: list) -
     assert "not-running" in str(raised.value)
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, 2**31, "12"])
+@pytest.mark.parametrize("bad", [0, -1, True, 2**31, 2**70, "12", 1.0, None])
 def test_pids_are_positive_integers(bad: object) -> None:
-    with pytest.raises(ValueError):
+    # Checked in Rust (issue 32 part 2), named as Python passes them.
+    with pytest.raises(ValueError, match=r"^learner_pid must be a positive integer PID, got "):
         mps_preflight.attest(bad, 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^collector_pid must be a positive integer PID, got "):
+        mps_preflight.attest(1, bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [-1, -0.5, float("nan")])
+def test_a_negative_wait_is_a_value_error(bad: float) -> None:
+    with pytest.raises(ValueError, match=r"^wait must be at least 0 seconds, got "):
+        mps_preflight.attest(1, 2, wait=bad)
+
+
+def test_the_codes_come_from_the_verdict_natively(host: FakeHost, processes: list) -> None:
+    """Issue 32 part 2: `attest()` calls the library, not the command line: the code is the
+    Rust attestation's first, and the message has each process's line, code first."""
+    learner, collector, _ = processes
+    collector.kill()
+    collector.wait()
+    with pytest.raises(mps_preflight.Rejected) as raised:
+        mps_preflight.attest(learner.pid, collector.pid)
+    message = str(raised.value)
+    assert raised.value.code == "not-a-client"
+    assert message.startswith(f"not-a-client: the learner (PID {learner.pid})"), message
+    assert f"; not-running: the collector (PID {collector.pid})" in message, message
 
 
 def test_attest_records_in_a_manifest_on_its_pipe_directory(

@@ -296,3 +296,12 @@ def test_resolve_mps_visibility_entries_through_a_run_command(host: FakeHost) ->
     two = FakeRun(**{"nvidia-smi": f"0, {GPU0}\n1, {GPU1}\n"})
     with pytest.raises(ValueError, match="index order cannot be trusted"):
         compat.resolve_mps_visibility_entries(["1"], run_command=two)
+
+
+def test_the_torch_indices_asked_are_the_validator_s_reading_of_the_devices() -> None:
+    """Issue 32 part 2: which CUDA index a device names is Rust's reading, never Python's
+    again (`str.isdigit` took `cuda:٣` for index 3; the validator refuses it)."""
+    assert compat._cuda_index(" CUDA:3 ") == 3
+    assert compat._cuda_index("cuda") == 0
+    for other in ("cpu", "cuda:", "cuda:-1", "cuda:\u0663", "cuda:\u00b2", "cuda:4294967296"):
+        assert compat._cuda_index(other) is None, other

@@ -78,6 +78,42 @@ def test_doctor_lists_what_the_cli_lists(host: FakeHost) -> None:
     assert mps_preflight.doctor(**{**MPS, "request": None}) == []
 
 
+@pytest.mark.parametrize(
+    "name", ["healthy-socket-with-server.json", "v4-shm-shared-low-open-files.json",
+             "stale-socket-after-daemon-death.json"],
+)
+def test_doctor_returns_the_verdict_s_warnings_as_the_cli_reports_them(
+    name: str, host: FakeHost
+) -> None:
+    """Issue 32 part 2: doctor() returns the warnings (unverified prerequisites and advisories)
+    and the evidence of its one verdict, as `doctor --format json` reports them."""
+    fixture = FIXTURES / name
+    diagnosis = mps_preflight.doctor(**MPS, snapshot=fixture)
+    run = host.cli("doctor", "--snapshot", str(fixture), *MPS_FLAGS, "--format", "json")
+    report = json.loads(run.stdout)
+    assert isinstance(diagnosis, list) and isinstance(diagnosis, mps_preflight.Diagnosis)
+    assert [f.to_dict() for f in diagnosis] == report["findings"]
+    assert [f.to_dict() for f in diagnosis.findings] == report["findings"]
+    assert [w.to_dict() for w in diagnosis.warnings] == report["warnings"]
+    assert all(isinstance(w, mps_preflight.Finding) for w in diagnosis.warnings)
+    if report["evidence"] is None:
+        assert diagnosis.evidence is None and diagnosis
+    else:
+        assert diagnosis.evidence is not None and diagnosis == []
+        assert diagnosis.evidence.to_dict() == report["evidence"]
+    copy = pickle.loads(pickle.dumps(diagnosis))
+    assert (copy, copy.warnings, copy.evidence) == (diagnosis, diagnosis.warnings, diagnosis.evidence)
+
+
+def test_doctor_s_warnings_name_unverified_codes_and_advisories() -> None:
+    unverified = mps_preflight.doctor(**MPS, snapshot=FIXTURES / "healthy-socket-with-server.json")
+    assert unverified == [] and unverified.evidence is not None
+    assert [w.code for w in unverified.warnings] == unverified.evidence.unverified
+    advisories = mps_preflight.doctor(**MPS, snapshot=FIXTURES / "v4-shm-shared-low-open-files.json")
+    codes = [w.code for w in advisories.warnings]
+    assert "daemon-open-files-low" in codes and "device-max-connections-high" in codes
+
+
 def test_a_null_request_never_fails_and_records_the_ambient_daemon(host: FakeHost) -> None:
     null = {**MPS, "request": None}
     assert mps_preflight.probe(**null).ambient_server is False
@@ -139,6 +175,24 @@ def test_visibility_rewrites_indices_as_the_cli_does(host: FakeHost) -> None:
     assert "--devices" not in str(caught.value)
     host.gpus(ROW0)
     assert mps_preflight.visibility(GPU1) == GPU1  # a UUID needs no table
+
+
+def test_visibility_codes_come_through_natively(host: FakeHost) -> None:
+    """Issue 32 part 2: no command line in between; the code is the Rust refusal's."""
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.visibility("")
+    assert caught.value.code == "visibility-unresolved"
+    assert str(caught.value).startswith('mask="": the mask is empty')
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.visibility("0\n1")
+    assert str(caught.value).startswith("mask= holds a control character")
+    host.gpus()  # nvidia-smi lists nothing: the unset mask cannot be listed
+    with pytest.raises(mps_preflight.Rejected) as caught:
+        mps_preflight.visibility(timeout=0)  # rounded up to 1 ms, as before
+    assert caught.value.code == "visibility-unresolved"
+    assert "or pass mask= with `GPU-` UUIDs" in str(caught.value), str(caught.value)
+    assert "--devices" not in str(caught.value) and "--timeout-ms" not in str(caught.value)
+    assert not hasattr(mps_preflight, "_python_words")
 
 
 def test_canonicalize_gpu_uuid_is_the_reference_token() -> None:

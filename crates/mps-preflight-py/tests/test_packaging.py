@@ -29,6 +29,8 @@ def test_mypy_strict_catches_a_misuse() -> None:
     assert bad.returncode == 1, bad.stdout
     assert 'Argument "backend"' in bad.stdout
     assert "incompatible type" in bad.stdout.lower()
+    # doctor()'s warnings are typed findings: a warning's code is a str.
+    assert 'expression has type "str", variable has type "int"' in bad.stdout, bad.stdout
 
 
 def test_mypy_strict_rejects_a_typo_and_a_write_on_evidence() -> None:

@@ -35,6 +35,10 @@ def launch(manifest: dict[str, Any], snapshot: Path) -> bool:
     findings: list[mps_preflight.Finding] = mps_preflight.doctor(
         None, "cpu", backend="mjwarp", snapshot=facts
     )
+    diagnosis: mps_preflight.Diagnosis = mps_preflight.doctor(None, "cpu", backend="mjwarp")
+    warnings: list[mps_preflight.Finding] = diagnosis.warnings
+    verified: mps_preflight.Evidence | None = diagnosis.evidence
+    fixes: list[str] = [warning.fix for warning in warnings]
     report: mps_preflight.MergeReport = mps_preflight.merge([snapshot.with_name("manifest.json")])
     consistent: bool = report["consistent"]
     attestation: mps_preflight.Attestation = mps_preflight.attest(
@@ -47,7 +51,7 @@ def launch(manifest: dict[str, Any], snapshot: Path) -> bool:
     unverified: list[str] = strict.unverified
     owners: list[int] = evidence.server_uids
     token: str = mps_preflight.canonicalize_gpu_uuid(mask)
-    print(pid, uuid, findings, report, token, schema, consistent, attested, unverified, owners)
+    print(pid, uuid, findings, verified, fixes, report, token, schema, consistent, attested, unverified, owners)
     return evidence.validated
 
 

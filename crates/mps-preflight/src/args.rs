@@ -3,8 +3,12 @@
 //! suites), the output formats, the flags' value parsers, the exit-status block and the help
 //! paragraphs. `cli.rs` and the subcommands' modules import it, never the other way round.
 
+use std::time::Duration;
+
 use clap::{Args, ValueEnum};
-use sharing_policy::{Pid, Request, Vocabulary};
+use sharing_policy::{Pid, Request};
+
+use crate::front::{self, LowArgs, Param, Wording};
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit status:
@@ -169,29 +173,31 @@ Free space that cannot be read is unverified")
 }
 
 impl RequestArgs {
-    /// The request as the policy reads it: `null` (any case, surrounding whitespace ignored)
-    /// is no mode; every other string is passed on as given, for the policy to judge.
-    pub(crate) fn to_request(&self) -> Request {
-        let mode = if self.mode.trim().eq_ignore_ascii_case("null") {
-            None
-        } else {
-            Some(self.mode.clone())
-        };
-        Request {
-            mode,
+    /// The front end's low-level arguments ([`crate::front::LowArgs`]), field for field: their
+    /// one conversion into the request and the probe's options is the front end's.
+    pub(crate) fn low(&self) -> LowArgs {
+        LowArgs {
+            mode: Some(self.mode.clone()),
             learner_device: self.learner_device.clone(),
             collector_device: self.collector_device.clone(),
             backend: self.backend.clone(),
             rank: self.rank,
             world_size: self.world_size,
             supported_backends: self.supported_backends.clone(),
+            learner_uuid: self.learner_uuid.clone(),
+            timeout: Duration::from_millis(self.timeout_ms),
             require_verified: self.require_verified,
-            vocabulary: Vocabulary::Cli,
             min_active_thread_percentage: self.min_active_thread_percentage,
             min_pinned_mem: self.min_pinned_mem,
             as_user: self.as_user,
             min_shm: self.min_shm,
+            wording: Wording::Cli,
         }
+    }
+
+    /// The request as the policy reads it ([`crate::front::LowArgs::to_high`]).
+    pub(crate) fn to_request(&self) -> Request {
+        self.low().to_high().request
     }
 }
 
@@ -238,21 +244,17 @@ pub(crate) fn parse_timeout(text: &str) -> Result<u64, String> {
 
 /// `--min-active-thread-percentage`: above 0, at most 100, at most one decimal.
 pub(crate) fn parse_percentage(text: &str) -> Result<sharing_policy::Percentage, String> {
-    sharing_policy::Percentage::parse_arg(text).ok_or_else(|| {
-        format!("expected a percentage above 0 and at most 100 with at most one decimal (50, 12.5), got {text:?}")
-    })
+    front::parse_percentage(text, Wording::Cli)
 }
 
-/// `--min-pinned-mem`: digits then `M` or `G`.
+/// `--min-pinned-mem` and `--min-shm`: digits then `M` or `G`.
 pub(crate) fn parse_mem_size(text: &str) -> Result<sharing_policy::MemSize, String> {
-    sharing_policy::MemSize::parse_arg(text).ok_or_else(|| {
-        format!("expected an amount of memory as digits then M or G (512M, 10G), got {text:?}")
-    })
+    front::parse_mem_size(text, Param::MinPinnedMem, Wording::Cli)
 }
 
 /// `--as-user`: a UID, or a user name in /etc/passwd (mps-host's bounded read).
 pub(crate) fn parse_user(text: &str) -> Result<u32, String> {
-    mps_host::resolve_user(text)
+    front::parse_user(text, Wording::Cli)
 }
 
 /// A PID: ASCII digits, 1 to 2147483647.

@@ -8,9 +8,10 @@ use std::time::Duration;
 use clap::Args;
 use mps_host::AttestOptions;
 use serde_json::Value;
-use sharing_policy::{ATTEST_SCHEMA, AttestFacts, Attestation, OsText, Pid, PipeDirectorySource};
+use sharing_policy::{ATTEST_SCHEMA, AttestFacts, Attestation, Pid};
 
 use crate::args::parse_pid;
+use crate::front::{self, AttestSpec, Wording};
 use crate::output::{Output, json_text};
 
 /// The help page's description.
@@ -85,7 +86,10 @@ pub(crate) fn attest(args: &AttestArgs) -> Output {
     {
         return output;
     }
-    verdict(&sharing_policy::attest(&facts), args.manifest.as_deref())
+    verdict(
+        &front::judge_attest(&facts, Wording::Cli),
+        args.manifest.as_deref(),
+    )
 }
 
 /// Exit 0 with the attestation (recorded in `manifest` when given), or exit 1 with one line
@@ -99,11 +103,9 @@ pub(crate) fn verdict(attestation: &Attestation, manifest: Option<&Path>) -> Out
         };
     }
     if let Some(path) = manifest
-        && let Err(err) = sharing_manifest::record_attestation(path, attestation)
+        && let Err(message) = front::record(attestation, path)
     {
-        return Output::input(format!(
-            "both processes are attested, but the attestation could not be recorded: {err} (the manifest was left unchanged)"
-        ));
+        return Output::input(message);
     }
     match serde_json::to_value(attestation) {
         Ok(value) => Output::data(json_text(&value)),
@@ -121,39 +123,14 @@ fn facts(args: &AttestArgs) -> Result<AttestFacts, Output> {
             "give --learner-pid and --collector-pid, or --snapshot",
         ));
     };
-    sharing_policy::distinct_pids(learner.get(), collector.get()).map_err(|same| usage(&same))?;
-    let (pipe_directory, source) = pipe_directory(args.manifest.as_deref())?;
-    let options = AttestOptions {
-        pipe_directory_source: source,
-        timeout: Duration::from_millis(args.timeout_ms),
+    let spec = AttestSpec {
+        learner,
+        collector,
         wait: Duration::from_millis(args.wait_ms),
-        ..AttestOptions::new(learner, collector, pipe_directory)
+        timeout: Duration::from_millis(args.timeout_ms),
+        manifest: args.manifest.clone(),
     };
-    Ok(mps_host::observe_attest(&options))
-}
-
-/// The validated pipe directory: the manifest's validated evidence's, else this environment's.
-/// A manifest that exists but cannot be read is an input error; one without validated
-/// evidence (or none at all) leaves the environment's.
-pub(crate) fn pipe_directory(
-    manifest: Option<&Path>,
-) -> Result<(OsText, PipeDirectorySource), Output> {
-    let from_env = (
-        mps_host::read_env().effective_pipe_directory(),
-        PipeDirectorySource::Environment,
-    );
-    let Some(path) = manifest.filter(|path| path.symlink_metadata().is_ok()) else {
-        return Ok(from_env);
-    };
-    let value =
-        sharing_manifest::read_json_file(path).map_err(|err| Output::input(err.to_string()))?;
-    Ok(match sharing_manifest::evidence_from_json(&value) {
-        Ok(evidence) if evidence.validated => match evidence.pipe_directory {
-            Some(dir) => (OsText::from(dir.as_str()), PipeDirectorySource::Manifest),
-            None => from_env,
-        },
-        _ => from_env,
-    })
+    front::observe_attest(&spec, Wording::Cli).map_err(Output::input)
 }
 
 /// Reads an attest snapshot: capped, this schema, no unknown field.
@@ -179,9 +156,7 @@ fn load(path: &Path) -> Result<AttestFacts, String> {
 
 /// The usage error of one PID given for both processes: exit 2.
 pub(crate) fn usage(same: &str) -> Output {
-    Output::input(format!(
-        "--learner-pid and --collector-pid must name two processes: {same}"
-    ))
+    Output::input(front::two_processes(same, Wording::Cli))
 }
 
 /// PIDs given with --snapshot must be the snapshot's, and the snapshot's two PIDs distinct.
@@ -239,13 +214,16 @@ pub(crate) fn for_doctor(
     timeout_ms: u64,
 ) -> Option<Attestation> {
     let (learner, collector) = (learner?, collector?);
-    let (pipe_directory, source) = pipe_directory(None).ok()?;
+    let (pipe_directory, source) = front::pipe_directory(None).ok()?;
     let options = AttestOptions {
         pipe_directory_source: source,
         timeout: Duration::from_millis(timeout_ms),
         ..AttestOptions::new(learner, collector, pipe_directory)
     };
-    Some(sharing_policy::attest(&mps_host::observe_attest(&options)))
+    Some(front::judge_attest(
+        &mps_host::observe_attest(&options),
+        Wording::Cli,
+    ))
 }
 
 /// The report's "after start" section: every process that is not attached, with its code.

@@ -121,4 +121,6 @@ pub(crate) enum Command {
 }
 
 #[cfg(test)]
+mod front_tests;
+#[cfg(test)]
 mod tests;

@@ -3,14 +3,11 @@
 //! becomes output.
 
 use std::path::Path;
-use std::time::Duration;
 
-use mps_host::ProbeOptions;
-use sharing_policy::{Evidence, HostFacts, Rejection, Request};
+use sharing_policy::{Evidence, HostFacts, Rejection};
 
 use crate::args::RequestArgs;
 use crate::output::{Output, json_text};
-use crate::snapshot;
 
 pub(crate) mod capture;
 pub(crate) mod check;
@@ -27,26 +24,14 @@ pub(crate) fn unobserved_note(facts: &HostFacts, consequence: &str) -> Option<St
     })
 }
 
-/// What `probe` and `doctor` observe: what `capture` observes, except when the policy looks at
-/// nothing but the environment (`sharing_policy::observes_host` is false: a null request with
-/// no CUDA device), when nothing is observed. The policy's own rule decides both, so the
-/// evidence is the same as from a full capture by construction (the test
-/// `probe_equals_check_of_capture` holds this).
-pub(crate) fn probe_options(args: &RequestArgs, request: &Request) -> ProbeOptions {
-    ProbeOptions {
-        timeout: Duration::from_millis(args.timeout_ms),
-        learner_uuid: args.learner_uuid.clone(),
-        observe_cuda: sharing_policy::observes_host(request),
-        as_user: request.as_user,
-        ..ProbeOptions::default()
-    }
-}
-
 /// The snapshot, with `--learner-uuid` (when given) replacing the recorded one, exactly as
-/// `probe` puts it into a fresh capture.
+/// `probe` puts it into a fresh capture (`front::snapshot_facts`).
 pub(crate) fn load_snapshot(path: &Path, args: &RequestArgs) -> Result<HostFacts, Output> {
-    let facts = snapshot::load(path).map_err(Output::input)?;
-    Ok(with_learner_uuid(facts, args))
+    crate::front::snapshot_facts(
+        crate::front::Snapshot::Path(path),
+        args.learner_uuid.as_deref(),
+    )
+    .map_err(Output::input)
 }
 
 /// `facts` with `--learner-uuid` (when given) replacing the recorded learner UUID.

@@ -9,6 +9,8 @@
 //!
 //! The command line is a library entry point, [`run`], so that the binary and the Python
 //! package's `mps-preflight` console command (crates/mps-preflight-py) are one CLI.
+//! What the command line and the Python package share below argv, the request conversion and
+//! the native `doctor`, `visibility` and `attest`, is [`front`].
 //!
 //! # Examples
 //!
@@ -22,6 +24,7 @@ mod attest;
 mod brief;
 mod cli;
 mod commands;
+pub mod front;
 mod generated;
 mod interrupt;
 mod output;
@@ -105,44 +108,6 @@ fn print_usage_error(err: &clap::Error, args: &[OsString]) {
     };
 }
 
-/// What [`run`] would print and return, kept instead of written: for callers that run the
-/// command line in-process (the Python package's `visibility()`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Captured {
-    /// The exit status [`run`] returns (0, 1 or 2).
-    pub status: u8,
-    /// What [`run`] writes on stdout.
-    pub stdout: String,
-    /// The messages [`run`] writes on stderr, each without its `error: ` prefix.
-    pub errors: Vec<String>,
-    /// The notes [`run`] writes on stderr before them, each without its `note: ` prefix.
-    pub notes: Vec<String>,
-}
-
-/// [`run`], with the output kept: nothing is written to stdout or stderr. `--help` and
-/// `--version` are stdout with status 0; a usage error is clap's message with status 2.
-pub fn run_captured<I, T>(args: I) -> Captured
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    let output = match Cli::try_parse_from(args) {
-        Ok(cli) => execute(&cli),
-        Err(err) if err.use_stderr() => {
-            let text = err.to_string();
-            let text = text.trim_end();
-            Output::input(text.strip_prefix("error: ").unwrap_or(text))
-        }
-        Err(err) => Output::data(err.to_string()),
-    };
-    Captured {
-        status: output.status.code(),
-        stdout: output.stdout,
-        errors: output.errors,
-        notes: output.notes,
-    }
-}
-
 /// What one parsed command line produces.
 fn execute(cli: &Cli) -> Output {
     match &cli.command {
@@ -158,47 +123,5 @@ fn execute(cli: &Cli) -> Output {
         Command::Attest(args) => attest::attest(args),
         Command::Completions(args) => generated::completions(args, Cli::command()),
         Command::Man => generated::man(&Cli::command()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fixture(name: &str) -> String {
-        format!("{}/../../fixtures/hosts/{name}", env!("CARGO_MANIFEST_DIR"))
-    }
-
-    #[test]
-    fn run_captured_keeps_what_run_would_print() {
-        let snapshot = fixture("healthy-socket-with-server.json");
-        let request = ["--request", "mps", "--learner-device", "cuda:0"];
-        let tail = ["--collector-device", "cuda:0", "--backend", "mjwarp"];
-        let mut args = vec!["mps-preflight", "check", "--snapshot", snapshot.as_str()];
-        args.extend(request);
-        args.extend(tail);
-        let ok = run_captured(&args);
-        assert_eq!((ok.status, ok.errors.len()), (0, 0), "{ok:?}");
-        assert!(
-            ok.stdout.starts_with("{\n  \"configured\": \"mps\""),
-            "{ok:?}"
-        );
-
-        let stale = fixture("stale-socket-after-daemon-death.json");
-        *args.get_mut(3).unwrap() = stale.as_str();
-        let rejected = run_captured(&args);
-        assert_eq!((rejected.status, rejected.stdout.as_str()), (1, ""));
-        assert!(rejected.errors[0].contains("could not reach the control daemon"));
-
-        let usage = run_captured(["mps-preflight", "check"]);
-        assert_eq!(usage.status, 2);
-        assert!(
-            usage.errors[0].starts_with("the following required arguments"),
-            "{usage:?}"
-        );
-
-        let version = run_captured(["mps-preflight", "--version"]);
-        assert_eq!(version.status, 0);
-        assert!(version.stdout.starts_with("mps-preflight "), "{version:?}");
     }
 }

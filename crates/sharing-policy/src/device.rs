@@ -25,6 +25,14 @@ pub(crate) enum DeviceError {
     InvalidIndex,
 }
 
+/// The CUDA device index a device string names (`cuda` → 0, `cuda:N` → N), exactly as the
+/// validator reads it; `None` for anything that is not a usable CUDA device. For a front end
+/// that must ask something per index (the Python drop-in asks the caller's torch), so that it
+/// never parses a device string again.
+pub fn cuda_index(device: &str) -> Option<u32> {
+    parse_cuda_index(device).ok()
+}
+
 /// Parses a device string. Surrounding whitespace is ignored and `cuda` is matched in any ASCII
 /// case (as in the seed); the index must be ASCII digits only — no sign, underscore, inner
 /// whitespace or non-ASCII digit (the seed's Python `int()` accepted all of those).
@@ -52,6 +60,15 @@ pub(crate) fn parse_cuda_index(device: &str) -> Result<u32, DeviceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuda_index_is_the_validator_s_reading() {
+        assert_eq!(cuda_index(" CUDA:12 "), Some(12));
+        assert_eq!(cuda_index("cuda"), Some(0));
+        for not in ["cpu", "cuda:", "cuda:-1", "cuda:\u{663}", "cuda:4294967296"] {
+            assert_eq!(cuda_index(not), None, "{not:?}");
+        }
+    }
 
     #[test]
     fn accepts_cuda_forms() {

@@ -39,16 +39,17 @@ pub use access_facts::{
 };
 use assess::{Unmet, Wanted};
 pub use attest::{
-    ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, Attestation, CLIENT_ENVIRON_VARS,
-    LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts, ServerSettings,
-    attest, attest_settings_commands, distinct_pids, parse_client_list, same_process,
-    stat_start_time,
+    ATTEST_DEVICE, ATTEST_SCHEMA, AttestCode, AttestFacts, AttestWords, Attestation,
+    CLIENT_ENVIRON_VARS, LikelyCause, PipeDirectorySource, ProcessAttestation, Role, ServerFacts,
+    ServerSettings, attest, attest_settings_commands, attest_worded, distinct_pids,
+    parse_client_list, same_process, stat_start_time,
 };
 pub use class::CodeClass;
 pub use code::Code;
 pub use compute_apps::{COMPUTE_APPS_QUERY_ARGS, compute_apps_wanted};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
 pub use daemon_log::daemon_log_directory;
+pub use device::cuda_index;
 pub use evidence::Evidence;
 pub use facts::{
     AccessFacts, CONTROL_PIPE_NAME, DEFAULT_PIPE_DIRECTORY, EnvFacts, FileFacts, FileKind,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Attestation",
+    "Diagnosis",
     "Evidence",
     "Finding",
     "ManifestError",
@@ -99,6 +100,42 @@ class Finding:
 
     def __reduce__(self) -> tuple[type[Finding], tuple[str, ...]]:
         return (Finding, tuple(self.to_dict().values()))
+
+
+class Diagnosis(list[Finding]):
+    """What :func:`doctor` found: the list of every unmet prerequisite (empty exactly when the
+    request validates), with the same verdict's :attr:`warnings` (what could not be verified,
+    and the advisories: they block nothing) and its :attr:`evidence` (``None`` when rejected),
+    as ``mps-preflight doctor --format json`` reports them. It is a ``list`` of
+    :class:`Finding`, so ``doctor(...) == []`` still says "nothing blocks"; list equality
+    compares the findings only."""
+
+    warnings: list[Finding]
+    evidence: Evidence | None
+
+    def __init__(
+        self,
+        findings: Iterable[Finding] = (),
+        warnings: Iterable[Finding] = (),
+        evidence: Evidence | None = None,
+    ) -> None:
+        super().__init__(findings)
+        self.warnings = list(warnings)
+        self.evidence = evidence
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The unmet prerequisites, as a plain ``list``."""
+        return list(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"Diagnosis(findings={list(self)!r}, warnings={self.warnings!r}, "
+            f"evidence={self.evidence!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Diagnosis, (list(self), self.warnings, self.evidence))
 
 
 class Evidence:
@@ -326,8 +363,6 @@ def _spec(
         raise TypeError(f"min_shm must be a str like '2G', got {min_shm!r}")
     if isinstance(as_user, bool) or not isinstance(as_user, (int, str, type(None))):
         raise TypeError(f"as_user must be a UID (int) or a user name (str), got {as_user!r}")
-    if isinstance(as_user, int) and as_user < 0:
-        raise ValueError(f"as_user must be a UID of 0 or more, got {as_user}")
     return {
         "mode": request,
         "learner_device": learner_device,
@@ -346,8 +381,8 @@ def _spec(
             None if min_active_thread_percentage is None else str(min_active_thread_percentage)
         ),
         "min_pinned_mem": min_pinned_mem,
-        # Text, read by the same resolver as the CLI's --as-user (an unknown name raises
-        # ValueError).
+        # Text, read by the same resolver as the CLI's --as-user (an unknown name, or a
+        # negative UID, raises ValueError there).
         "as_user": None if as_user is None else str(as_user),
         # Text, read by the same parser as the CLI's --min-shm.
         "min_shm": min_shm,
@@ -477,9 +512,12 @@ def doctor(
     min_pinned_mem: str | None = None,
     as_user: int | str | None = None,
     min_shm: str | None = None,
-) -> list[Finding]:
+) -> Diagnosis:
     """Every unmet prerequisite at once, as ``mps-preflight doctor``: on this host, or on
-    ``snapshot``. Empty exactly when :func:`probe` (or :func:`check`) would validate.
+    ``snapshot``. Empty exactly when :func:`probe` (or :func:`check`) would validate. The
+    :class:`Diagnosis` is that list of :class:`Finding`, with the same verdict's ``warnings``
+    (each a :class:`Finding`: an unverified prerequisite, with how to verify it in ``fix``, or
+    an advisory) and its ``evidence`` (``None`` when a finding blocks the request).
 
     Raises:
         SnapshotError: the snapshot cannot be read.
@@ -495,7 +533,12 @@ def doctor(
     source = {} if snapshot is None else _snapshot_source(snapshot)
     answer = _native.doctor(spec, path=source.get("path"), text=source.get("text"))
     _unwrap(answer)
-    return [Finding(**finding) for finding in answer[1]]
+    _, findings, evidence, warnings = answer
+    return Diagnosis(
+        [Finding(**finding) for finding in findings],
+        [Finding(**warning) for warning in warnings],
+        None if evidence is None else Evidence(evidence),
+    )
 
 
 def capture(*, learner_uuid: str | None = None, timeout: float = 5.0) -> Snapshot:
@@ -505,48 +548,17 @@ def capture(*, learner_uuid: str | None = None, timeout: float = 5.0) -> Snapsho
     return result
 
 
-def _python_words(message: str) -> str:
-    """A command-line message in this API's words: each flag of the command line that
-    :func:`visibility` and :func:`attest` run becomes the keyword a Python caller passes
-    (``--wait-ms 30000`` is ``wait=30``, ``--devices '0'`` is ``mask='0'``)."""
-    import re
-
-    def seconds(match: re.Match[str]) -> str:
-        return f"{match.group(1)}={int(match.group(2)) / 1000:g}"
-
-    message = re.sub(r"--(wait|timeout)-ms (\d+)", seconds, message)
-    message = re.sub(r"--devices (\"(?:[^\"\\]|\\.)*\") \(the value for CUDA_VISIBLE_DEVICES\)",
-                     lambda match: f"mask={match.group(1)}", message)
-    for flag, keyword in (
-        ("--wait-ms", "wait="),
-        ("--timeout-ms", "timeout="),
-        ("--learner-pid", "learner_pid="),
-        ("--collector-pid", "collector_pid="),
-        ("--devices", "mask="),
-    ):
-        message = message.replace(flag, keyword)
-    return message
-
-
 def visibility(mask: str | None = None, *, timeout: float = 5.0) -> str:
     """``CUDA_VISIBLE_DEVICES`` (or ``mask``) with device indices rewritten to ``GPU-`` UUIDs,
-    as ``mps-preflight visibility``: set it for an MPS client before CUDA starts.
+    as ``mps-preflight visibility``: set it for an MPS client before CUDA starts. The same Rust
+    function as the command line's, called natively; the GIL is released meanwhile.
 
     Raises:
         Rejected: an index has no host GPU, ``nvidia-smi`` cannot list the GPUs, or index order
             cannot be trusted (``code`` is ``"visibility-unresolved"``).
     """
-    millis = max(1, round(float(timeout) * 1000))
-    argv = ["mps-preflight", "visibility", "--timeout-ms", str(millis)]
-    if mask is not None:
-        argv += ["--devices", mask]
-    status, stdout, errors = _native.run_captured(argv)
-    if status == 0:
-        return str(stdout).rstrip("\n")
-    message = _python_words("; ".join(errors))
-    if status == 1:
-        raise Rejected(message, "visibility-unresolved")
-    raise ValueError(message)
+    mask_text: str = _unwrap(_native.visibility(mask, float(timeout)))
+    return mask_text
 
 
 def attest(
@@ -559,11 +571,12 @@ def attest(
 ) -> Attestation:
     """After both processes started: prove that they are clients of one MPS server of their
     user, on this environment's pipe directory, as ``mps-preflight attest`` does (read-only
-    ``get_server_list`` and ``get_client_list <pid>``, and their ``/proc`` entries). Returns the
-    attestation (a ``dict``, the CLI's JSON). ``wait`` seconds: keep asking with a bounded
-    backoff until both are attached (clients attach at CUDA init); ``timeout``: each query's
-    deadline. ``manifest``: as ``attest --manifest``, the pipe directory asked is the one the
-    manifest's evidence validated, and the attestation is recorded in it under
+    ``get_server_list`` and ``get_client_list <pid>``, and their ``/proc`` entries), through the
+    same Rust function, called natively with the GIL released. Returns the attestation (a
+    ``dict``, the CLI's JSON). ``wait`` seconds: keep asking with a bounded backoff until both
+    are attached (clients attach at CUDA init); ``timeout``: each query's deadline.
+    ``manifest``: as ``attest --manifest``, the pipe directory asked is the one the manifest's
+    evidence validated, and the attestation is recorded in it under
     ``cuda_process_sharing.attestation`` (the same locked, atomic write as the CLI's).
 
     Raises:
@@ -572,35 +585,12 @@ def attest(
         ValueError: a PID that is not a positive integer, the same PID for both processes
             (one process proves nothing about two), or a negative ``wait``.
     """
-    import json
-
-    for name, pid in (("learner_pid", learner_pid), ("collector_pid", collector_pid)):
-        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= 2**31 - 1:
-            raise ValueError(f"{name} must be a positive integer PID, got {pid!r}")
-    if learner_pid == collector_pid:
-        raise ValueError(
-            f"learner_pid and collector_pid must name two processes: both are {learner_pid}"
-            " (one process proves nothing about two sharing a GPU)"
-        )
-    if not float(wait) >= 0:
-        raise ValueError(f"wait must be at least 0 seconds, got {wait!r}")
-    argv = [
-        "mps-preflight", "attest",
-        "--learner-pid", str(learner_pid), "--collector-pid", str(collector_pid),
-        "--wait-ms", str(round(float(wait) * 1000)),
-        "--timeout-ms", str(max(1, round(float(timeout) * 1000))),
-    ]
-    if manifest is not None:
-        argv += ["--manifest", os.fspath(manifest)]
-    status, stdout, errors = _native.run_captured(argv)
-    if status == 0:
-        result: Attestation = json.loads(stdout)
-        return result
-    message = _python_words("; ".join(errors))
-    if status == 1:
-        code = errors[0].split(":", 1)[0] if errors else ""
-        raise Rejected(message, code)
-    raise ValueError(message)
+    path = None if manifest is None else os.fspath(manifest)
+    answer = _native.attest(
+        learner_pid, collector_pid, wait=wait, timeout=float(timeout), manifest=path
+    )
+    result: Attestation = _unwrap(answer)
+    return result
 
 
 def canonicalize_gpu_uuid(value: str) -> str:

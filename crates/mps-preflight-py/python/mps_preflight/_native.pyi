@@ -1,6 +1,8 @@
 # Type stubs of the extension module (src/module.rs). Each function answers with a tagged
 # tuple that mps_preflight/__init__.py unwraps: ("ok", payload...), ("rejected", code,
-# message, findings), or (kind, message) for an input that cannot be read.
+# message, findings), or (kind, message) for an input that cannot be read. The codes are
+# the Rust verdict's, never read out of a message. doctor's payload is (findings, evidence or
+# None, warnings); visibility's the mask; attest's the attestation.
 from collections.abc import Callable
 from typing import Any, Optional, Union
 
@@ -22,6 +24,15 @@ def merge(paths: list[str]) -> _Answer: ...
 def visibility_with(
     mask: str, run_command: Optional[Callable[..., Any]], timeout: float
 ) -> _Answer: ...
+def visibility(mask: Optional[str], timeout: float) -> _Answer: ...
+def attest(
+    learner_pid: object,
+    collector_pid: object,
+    *,
+    wait: object,
+    timeout: float,
+    manifest: Optional[str] = None,
+) -> _Answer: ...
 def canonicalize_gpu_uuid(value: str) -> str: ...
+def cuda_index(device: str) -> Optional[int]: ...
 def run_cli(argv: list[str]) -> int: ...
-def run_captured(argv: list[str]) -> tuple[int, str, list[str]]: ...

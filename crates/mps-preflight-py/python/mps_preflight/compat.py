@@ -158,12 +158,10 @@ def _runner(run_command: Callable[..., Any]) -> Callable[..., Any] | None:
 
 
 def _cuda_index(device: object) -> int | None:
-    """``cuda`` → 0, ``cuda:N`` → N; anything else is left for the validator to judge."""
-    value = str(device).strip().lower()
-    if value == "cuda":
-        return 0
-    base, _, index = value.partition(":")
-    return int(index) if base == "cuda" and index.isdigit() else None
+    """``cuda`` → 0, ``cuda:N`` → N, as the validator (Rust) reads the device; anything else
+    is left for the validator to judge."""
+    index: int | None = _native.cuda_index(str(device))
+    return index
 
 
 def _torch_uuids(torch_module: Any, *devices: object) -> dict[int, str]:

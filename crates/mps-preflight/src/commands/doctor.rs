@@ -9,9 +9,10 @@ use clap::Args;
 use serde_json::Value;
 use sharing_policy::{Evidence, Finding, Request};
 
-use super::{load_snapshot, probe_options};
+use super::load_snapshot;
 use crate::args::{Format, RequestArgs, paragraphs};
 use crate::brief;
+use crate::front::{Diagnosis, HiArgs};
 use crate::output::{Output, Status, json_text, one_line};
 use crate::report::DoctorReport;
 
@@ -77,22 +78,20 @@ pub(crate) fn run(args: &DoctorArgs) -> Output {
             output
         };
     }
-    let request = args.request.to_request();
+    let HiArgs { request, probe } = args.request.low().to_high();
     let facts = match &args.snapshot {
         Some(path) => match load_snapshot(path, &args.request) {
             Ok(facts) => facts,
             Err(output) if args.format == Format::Brief => return brief::apply(output, ""),
             Err(output) => return output,
         },
-        None => mps_host::capture(&probe_options(&args.request, &request)),
+        None => mps_host::capture(&probe),
     };
-    let sharing_policy::Verdict {
-        result,
+    let Diagnosis {
         findings,
         warnings,
-        ..
-    } = sharing_policy::judge(&request, &facts);
-    let evidence = result.ok();
+        evidence,
+    } = crate::front::diagnose(&request, &facts);
     let attestation = crate::attest::for_doctor(
         args.learner_pid,
         args.collector_pid,

@@ -8,8 +8,9 @@ use std::time::Instant;
 use clap::Args;
 use sharing_manifest::FileState;
 
-use super::{evidence_output, probe_options};
+use super::evidence_output;
 use crate::args::{EXIT_CODES, RequestArgs, VerdictFormat, paragraphs};
+use crate::front::HiArgs;
 use crate::output::{Output, Status};
 use crate::{brief, prom};
 
@@ -83,8 +84,8 @@ left unchanged")
 /// is judged once (`sharing_policy::judge`); every output renders that one verdict.
 pub(crate) fn run(args: &ProbeArgs) -> Output {
     let started = Instant::now();
-    let request = args.request.to_request();
-    let facts = mps_host::capture(&probe_options(&args.request, &request));
+    let HiArgs { request, probe } = args.request.low().to_high();
+    let facts = mps_host::capture(&probe);
     let verdict = sharing_policy::judge(&request, &facts);
     let duration = started.elapsed();
     let unobserved = if sharing_policy::observes_host(&request) {

@@ -7,12 +7,32 @@ use super::{
 };
 use crate::ClientFacts;
 
+/// How attest's messages name the caller's options: the command line's flags
+/// ([`AttestWords::CLI`]) or another front end's names for them (the Python API's keywords).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttestWords {
+    /// The option that keeps asking until both processes attach: `--wait-ms`.
+    pub wait: &'static str,
+    /// That option set to thirty seconds: `--wait-ms 30000`.
+    pub wait_30s: &'static str,
+}
+
+impl AttestWords {
+    /// The command line's flags.
+    pub const CLI: Self = Self {
+        wait: "--wait-ms",
+        wait_30s: "--wait-ms 30000",
+    };
+}
+
 /// Everything a message may name.
 pub(super) struct Subject<'a> {
     pub(super) role: Role,
     pub(super) client: &'a ClientFacts,
     pub(super) verdict: &'a ProcessAttestation,
     pub(super) facts: &'a AttestFacts,
+    /// How the caller's options are named.
+    pub(super) words: AttestWords,
     /// Why the daemon's answers prove nothing (daemon-did-not-answer, answer-unrecognized).
     pub(super) seen_detail: Option<&'a str>,
     /// The server listing the other process.
@@ -115,7 +135,8 @@ fn not_a_client(subject: &Subject<'_>, who: &str, dir: &str) -> String {
             }
         ),
         Some(LikelyCause::NoServerRunning) => format!(
-            "{head}: no MPS server is running, so it has not initialised CUDA yet, or it connected without MPS (another pipe directory, started before the daemon, or no pipe mount in its container); attest again once it has initialised CUDA (`--wait-ms 30000`), else {restart}"
+            "{head}: no MPS server is running, so it has not initialised CUDA yet, or it connected without MPS (another pipe directory, started before the daemon, or no pipe mount in its container); attest again once it has initialised CUDA (`{}`), else {restart}",
+            subject.words.wait_30s
         ),
         Some(LikelyCause::UidDiffersFromServer) => format!(
             "{head}: its UID {} differs from the UID of every running server ({}); without multi-user mode the daemon queues a client of another user until that server exits; run the learner and the collector as the server's user, or let that server's clients finish",
@@ -123,7 +144,7 @@ fn not_a_client(subject: &Subject<'_>, who: &str, dir: &str) -> String {
             owners(subject.facts)
         ),
         None => format!(
-            "{head}: no server lists it (servers {:?}){}; it has not initialised CUDA yet or runs without MPS; attest again with `--wait-ms`, else {restart}",
+            "{head}: no server lists it (servers {:?}){}; it has not initialised CUDA yet or runs without MPS; attest again with `{}`, else {restart}",
             subject
                 .facts
                 .servers
@@ -134,7 +155,8 @@ fn not_a_client(subject: &Subject<'_>, who: &str, dir: &str) -> String {
                 ""
             } else {
                 ", and its environment could not be read (run attest as its user or root to see its pipe directory)"
-            }
+            },
+            subject.words.wait,
         ),
     }
 }

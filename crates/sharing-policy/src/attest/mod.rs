@@ -17,6 +17,7 @@ pub use facts::{
     ATTEST_SCHEMA, AttestFacts, CLIENT_ENVIRON_VARS, PipeDirectorySource, ServerFacts,
     stat_start_time,
 };
+pub use message::AttestWords;
 use seen::{Seen, listing, seen};
 pub use settings::{ATTEST_DEVICE, ServerSettings, attest_settings_commands};
 
@@ -203,40 +204,42 @@ impl Attestation {
         .filter(|(_, process)| process.code != AttestCode::Attached)
     }
 
-    /// One line per process that is not attached: `<code>: <message>`.
+    /// One line per process that is not attached: `<code>: <message>` ([`Self::errors`]).
     pub fn error_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
+        self.errors()
+            .into_iter()
+            .map(|(code, message)| format!("{code}: {message}"))
+            .collect()
+    }
+
+    /// Why it is not attested, as structured data: one `(code, message)` per process that is
+    /// not attached (then a server in `FAULT`); empty when attested. The first code is the
+    /// one a front end raises.
+    pub fn errors(&self) -> Vec<(&'static str, String)> {
+        let mut errors: Vec<(&'static str, String)> = self
             .problems()
             .map(|(role, p)| {
-                format!(
-                    "{}: {}",
-                    p.code.as_str(),
-                    p.message
-                        .clone()
-                        .unwrap_or_else(|| message::fallback(role, p.pid))
-                )
+                let message = p
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| message::fallback(role, p.pid));
+                (p.code.as_str(), message)
             })
             .collect();
         if let Some(settings) = self.server_settings.as_ref().filter(|s| s.is_fault()) {
-            lines.push(format!(
-                "server-fault: MPS server {} that the learner is a client of is in FAULT: it rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY, and its clients are not being served; restart the job once the daemon has started a new server",
+            errors.push(("server-fault", format!(
+                "MPS server {} that the learner is a client of is in FAULT: it rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY, and its clients are not being served; restart the job once the daemon has started a new server",
                 settings.pid
-            ));
+            )));
         }
-        if !self.attested && lines.is_empty() && self.learner.pid == self.collector.pid {
-            lines.push(format!(
-                "{}: {}",
-                AttestCode::AnswerUnrecognized.as_str(),
-                same_process(self.learner.pid)
-            ));
-        } else if !self.attested && lines.is_empty() {
-            lines.push(format!(
-                "{}: {}",
-                AttestCode::ClientOfAnotherServer.as_str(),
-                message::inconsistent()
-            ));
+        if !self.attested && errors.is_empty() && self.learner.pid == self.collector.pid {
+            let code = AttestCode::AnswerUnrecognized.as_str();
+            errors.push((code, same_process(self.learner.pid)));
+        } else if !self.attested && errors.is_empty() {
+            let code = AttestCode::ClientOfAnotherServer.as_str();
+            errors.push((code, message::inconsistent()));
         }
-        lines
+        errors
     }
 
     /// Whether observing again may change the verdict: not attested, nothing has exited, and
@@ -276,8 +279,15 @@ pub fn distinct_pids(learner: i64, collector: i64) -> Result<(), String> {
 }
 
 /// Judges an attestation snapshot: attested when both PIDs are listed as clients of the same
-/// server PID, whose UID is theirs, by the daemon on the snapshot's pipe directory.
+/// server PID, whose UID is theirs, by the daemon on the snapshot's pipe directory. Its
+/// messages name the command line's options ([`AttestWords::CLI`]).
 pub fn attest(facts: &AttestFacts) -> Attestation {
+    attest_worded(facts, AttestWords::CLI)
+}
+
+/// [`attest`], with messages that name the caller's options (`words`): the Python API's
+/// keywords instead of the command line's flags, for example. Only the words differ.
+pub fn attest_worded(facts: &AttestFacts, words: AttestWords) -> Attestation {
     let dir = facts.pipe_directory.as_bytes();
     let servers = answers::servers(facts.server_query.as_ref(), dir);
     let listings: Vec<(i64, Result<Vec<i64>, Unproven>)> = match &servers {
@@ -328,6 +338,7 @@ pub fn attest(facts: &AttestFacts) -> Attestation {
     let (learner_seen, collector_seen) = (seen(&facts.learner), seen(&facts.collector));
     let context = Context {
         facts,
+        words,
         servers: servers.as_deref().unwrap_or_default(),
         multiuser: served::daemon_multiuser(&daemon) == Some(true),
     };
@@ -406,6 +417,7 @@ fn client_pipe_directory(client: &ClientFacts) -> Option<&[u8]> {
 
 struct Context<'a> {
     facts: &'a AttestFacts,
+    words: AttestWords,
     servers: &'a [i64],
     /// The daemon's multi-user mode is proven: its root server serves every user.
     multiuser: bool,
@@ -455,6 +467,7 @@ impl Context<'_> {
                 client,
                 verdict: &verdict,
                 facts: self.facts,
+                words: self.words,
                 seen_detail: match seen {
                     Seen::Unknown(unproven) => Some(unproven.detail.as_str()),
                     _ => None,

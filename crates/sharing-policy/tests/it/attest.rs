@@ -226,6 +226,33 @@ fn every_code_is_snapshotted() {
     }
 }
 
+/// Another front end's words for the wait option change the messages' words
+/// and nothing else, and `errors` is `error_lines` as data (each line is `code: message`).
+#[test]
+fn another_front_end_s_words_change_only_the_words() {
+    let python = sharing_policy::AttestWords {
+        wait: "wait=",
+        wait_30s: "wait=30",
+    };
+    for (name, facts) in scenarios() {
+        let cli = attest(&facts);
+        let worded = sharing_policy::attest_worded(&facts, python);
+        let lines: Vec<String> = cli
+            .errors()
+            .iter()
+            .map(|(c, m)| format!("{c}: {m}"))
+            .collect();
+        assert_eq!(lines, cli.error_lines(), "{name}");
+        let back = serde_json::to_string(&worded)
+            .unwrap()
+            .replace("`wait=30`", "`--wait-ms 30000`")
+            .replace("`wait=`", "`--wait-ms`");
+        assert_eq!(back, serde_json::to_string(&cli).unwrap(), "{name}");
+        let texts = worded.error_lines().join("\n");
+        assert!(!texts.contains("--wait-ms"), "{name}: {texts}");
+    }
+}
+
 #[test]
 fn likely_causes_and_polling() {
     let causes: Vec<Option<LikelyCause>> = scenarios()

@@ -12,7 +12,10 @@ const DIRECT: &[(&str, &[&str])] = &[
         "sharing-policy",
         &["gpu-uuid", "mps-protocol", "serde", "thiserror"],
     ),
-    ("mps-host", &["gpu-uuid", "rustix", "sharing-policy"]),
+    (
+        "mps-host",
+        &["gpu-uuid", "mps-protocol", "rustix", "sharing-policy"],
+    ),
     (
         "sharing-manifest",
         &[

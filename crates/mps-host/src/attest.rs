@@ -7,10 +7,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use mps_protocol::{DAEMON_PROBE, OsText, Pid, QueryRecord, client_query, retry::DAEMON_RETRY};
 use sharing_policy::{
-    ATTEST_SCHEMA, AttestFacts, DAEMON_PROBE, DaemonSearch, EnvFacts, OsText, Pid, PidFileFacts,
-    PipeDirectorySource, QueryRecord, ServerFacts, attest_settings_commands, client_query,
-    retry::DAEMON_RETRY,
+    ATTEST_SCHEMA, AttestFacts, DaemonSearch, EnvFacts, PidFileFacts, PipeDirectorySource,
+    ServerFacts, attest_settings_commands,
 };
 
 use crate::capture::{DEFAULT_SCAN_LIMIT, daemon_query, read_host_name};

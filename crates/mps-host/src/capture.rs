@@ -7,10 +7,13 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use mps_protocol::{
+    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, OsText, QueryRecord, ReadOnlyCommand,
+    probe_stdin, retry::DAEMON_RETRY,
+};
 use sharing_policy::{
-    BASE_GPU_QUERY_ARGS, COMPUTE_APPS_QUERY_ARGS, DAEMON_PROBE, DAEMON_QUERY_PROGRAM,
-    DaemonSearchMethod, EnvFacts, GPU_QUERY_ARGS, GPU_QUERY_PROGRAM, HostFacts, OsText,
-    QueryRecord, ReadOnlyCommand, probe_stdin, retry::DAEMON_RETRY,
+    BASE_GPU_QUERY_ARGS, COMPUTE_APPS_QUERY_ARGS, DaemonSearchMethod, EnvFacts, GPU_QUERY_ARGS,
+    HostFacts,
 };
 
 use crate::fs::{observe_control_pipe, observe_pid_file};

@@ -1,13 +1,13 @@
 //! The daemon query, asked again while its outcome is transient. Which outcomes are
-//! transient, and how long to wait, is `sharing_policy::retry`'s decision; this loop only runs
+//! transient, and how long to wait, is `mps_protocol::retry`'s decision; this loop only runs
 //! the attempts, sleeps, and records every attempt in the one [`QueryRecord`].
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
-use sharing_policy::retry::RetryPolicy;
-use sharing_policy::{Attempt, QueryRecord};
+use mps_protocol::retry::RetryPolicy;
+use mps_protocol::{Attempt, QueryRecord};
 
 use crate::runner::{Query, Runner};
 
@@ -72,8 +72,8 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use sharing_policy::retry::{CANNOT_SEND, DAEMON_RETRY};
-    use sharing_policy::{CapturedText, QueryOutcome};
+    use mps_protocol::retry::{CANNOT_SEND, DAEMON_RETRY};
+    use mps_protocol::{CapturedText, QueryOutcome};
 
     use super::*;
     use crate::runner::MockRunner;

@@ -13,10 +13,10 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use mps_protocol::{CapturedText, OsText, QueryOutcome, QueryRecord};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, WaitId, WaitIdOptions, pidfd_open};
-use sharing_policy::{CapturedText, OsText, QueryOutcome, QueryRecord};
 
 use crate::children;
 

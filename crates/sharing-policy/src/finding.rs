@@ -22,12 +22,9 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub(crate) fn new(code: Code, message: String, found: String, fix: String) -> Self {
-        Self::worded(code, Vocabulary::Reference, message, found, fix)
-    }
-
-    /// [`Finding::new`] with the `why` of `vocabulary` ([`Code::why_in`]).
-    pub(crate) fn worded(
+    /// A finding in `vocabulary`'s words: its `why` is [`Code::why_in`] of that vocabulary, so
+    /// no finding can be built without saying whose words it speaks.
+    pub(crate) fn new(
         code: Code,
         vocabulary: Vocabulary,
         message: String,

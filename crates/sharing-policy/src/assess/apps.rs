@@ -69,6 +69,7 @@ fn held(context: &Context<'_>, gpu: &str, apps: &[ComputeApp]) -> Finding {
     );
     Finding::new(
         Code::GpuHeldByComputeProcess,
+        context.words(),
         [
             context.words().mps(),
             " cannot share GPU ",

@@ -64,6 +64,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served) {
 fn advisory(context: &Context<'_>, code: Code, what: String, effect: &str, fix: String) -> Finding {
     Finding::new(
         code,
+        context.words(),
         [
             context.words().mps(),
             " advises on GPU ",

@@ -120,6 +120,7 @@ fn limit_reached(context: &Context<'_>, listed: u32, limit: u32) -> Finding {
     let fix = "wait until other jobs' clients on this GPU exit, or run this job on another GPU; also check that every DataLoader or environment worker that touches CUDA is needed, since each is a client".to_owned();
     Finding::new(
         Code::ServerClientLimitReached,
+        context.words(),
         [
             context.words().mps(),
             " cannot add two clients to the MPS server at ",
@@ -194,6 +195,7 @@ fn stale(context: &Context<'_>, server: Pid, client: Pid, how: &str) -> Finding 
     );
     Finding::new(
         Code::StaleServerClient,
+        context.words(),
         [
             context.words().mps(),
             " would join an MPS server left in an undefined state at ",
@@ -221,6 +223,7 @@ fn has_clients(context: &Context<'_>, live: &[(Pid, Pid)]) -> Finding {
     let fix = "nothing, if another job shares this GPU on purpose; otherwise find and stop the job that runs those processes before this one starts".to_owned();
     Finding::new(
         Code::ServerHasClients,
+        context.words(),
         [
             context.words().mps(),
             " found that the MPS server at ",

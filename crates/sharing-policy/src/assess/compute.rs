@@ -28,6 +28,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
             let why = format!("nvidia-smi reported its compute mode as {}", repr(&mode));
             let finding = Finding::new(
                 Code::ComputeModeUnverified,
+                context.words(),
                 [
                     context.words().mps(),
                     " could not verify the compute mode of GPU ",
@@ -52,6 +53,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         );
         Finding::new(
             Code::ComputeModeForbidsSharing,
+            context.words(),
             [
                 context.words().mps(),
                 " cannot share GPU ",

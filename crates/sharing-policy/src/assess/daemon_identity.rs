@@ -81,6 +81,7 @@ fn another_user(context: &Context<'_>, pid: i64, uid: u32, judged: u32) -> Findi
     );
     Finding::new(
         Code::DaemonOfAnotherUser,
+        context.words(),
         [
             context.words().mps(),
             " would not be served by the control daemon at ",

@@ -120,6 +120,7 @@ fn needs_recovery(context: &Context<'_>, gpu: &str, faults: &[String]) -> Findin
     );
     Finding::new(
         Code::GpuNeedsRecovery,
+        context.words(),
         [
             context.words().mps(),
             " cannot share GPU ",
@@ -160,6 +161,7 @@ pub(super) fn persistence(context: &Context<'_>, served: &mut Served, findings: 
     .concat();
     let finding = Finding::new(
         Code::PersistenceModeDisabled,
+        context.words(),
         message,
         why,
         PERSISTENCE.to_owned(),

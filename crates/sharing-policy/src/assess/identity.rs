@@ -95,7 +95,13 @@ fn learner_uuid_finding(words: Vocabulary, supplied: &str, err: &gpu_uuid::UuidE
             "pass --learner-uuid GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
         ),
     };
-    Finding::new(Code::LearnerUuidUnresolved, message, found, fix.to_owned())
+    Finding::new(
+        Code::LearnerUuidUnresolved,
+        words,
+        message,
+        found,
+        fix.to_owned(),
+    )
 }
 
 /// The finding for two devices that resolve to two physical GPUs.
@@ -103,6 +109,7 @@ fn different_gpus(words: Vocabulary, learner: GpuUuid, collector: GpuUuid) -> Fi
     let (l, c) = (learner.canonical_token(), collector.canonical_token());
     Finding::new(
         Code::DifferentGpus,
+        words,
         format!(
             "{} requires the learner and collector to share one physical GPU. Resolved UUIDs: learner={}, collector={}. Give both processes the same GPU, ideally as CUDA_VISIBLE_DEVICES={learner}.",
             words.mps(),
@@ -207,5 +214,5 @@ fn gpu_finding(words: Vocabulary, role: Role, index: u32, unresolved: &Unresolve
             )
         }
     };
-    Finding::new(code, message, found, fix)
+    Finding::new(code, words, message, found, fix)
 }

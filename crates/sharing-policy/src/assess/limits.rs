@@ -132,6 +132,7 @@ fn fault(context: &Context<'_>, pid: Pid) -> Finding {
     );
     Finding::new(
         Code::ServerFault,
+        context.words(),
         [
             context.words().mps(),
             " cannot share GPU ",
@@ -163,6 +164,7 @@ fn percentage(context: &Context<'_>, findings: &mut Findings) {
             let fix = "check the daemon by hand: printf 'get_default_active_thread_percentage\\n' | nvidia-cuda-mps-control".to_owned();
             Finding::new(
                 Code::DaemonAnswerUnrecognized,
+                context.words(),
                 [context.words().mps(), " could not read the control daemon's default active-thread percentage: ", &why, ". To fix it, ", &fix, "."].concat(),
                 why,
                 fix,
@@ -186,6 +188,7 @@ fn below_percentage(context: &Context<'_>, found: Percentage, wanted: Percentage
     );
     Finding::new(
         Code::ActiveThreadPercentageBelowRequirement,
+        context.words(),
         [
             context.words().mps(),
             " cannot give each client the required share of GPU ",
@@ -252,6 +255,7 @@ fn below_pinned(context: &Context<'_>, raw: &str, wanted: MemSize) -> Finding {
     let fix = "the daemon's owner raises it with set_default_device_pinned_mem_limit <device> <size> (servers started afterwards get it), or the operator gives this job more memory in the device plugin's MPS config (fewer replicas per GPU)".to_owned();
     Finding::new(
         Code::PinnedMemBelowRequirement,
+        context.words(),
         [
             context.words().mps(),
             " cannot give each client the required device memory through ",

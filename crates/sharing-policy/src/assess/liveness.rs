@@ -71,7 +71,7 @@ pub(super) fn check(
             &fix,
         ]
         .concat();
-        Finding::new(code, message, reason, fix)
+        Finding::new(code, words, message, reason, fix)
     });
     None
 }

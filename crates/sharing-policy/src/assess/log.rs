@@ -7,7 +7,7 @@
 
 use super::{Context, Findings, Served};
 use crate::daemon_log::{self, ENOENT, LogReading};
-use crate::{Code, Finding};
+use crate::{Code, Finding, Vocabulary};
 use crate::{DaemonLogFacts, LogFileFacts};
 
 /// What the log adds to the evidence.
@@ -149,6 +149,7 @@ fn rejection(
 ) -> Finding {
     Finding::new(
         code,
+        context.words(),
         [
             context.words().mps(),
             " cannot share GPU ",
@@ -209,6 +210,7 @@ fn notes(context: &Context<'_>, served: &mut Served, path: &str, reading: &LogRe
         .find(|(uid, _)| judged.is_some_and(|judged| judged != *uid))
     {
         served.note(note(
+            context.words(),
             Code::DaemonLogPendingClient,
             format!("its log {path} shows a pending client of user {uid} ({line:?})"),
             "expect this job's server to be asked to exit once idle; run the jobs of different users on different GPUs, or run the daemon in multi-user mode (-d -M, as root)",
@@ -216,6 +218,7 @@ fn notes(context: &Context<'_>, served: &mut Served, path: &str, reading: &LogRe
     }
     if let Some(line) = &reading.client_zero {
         served.note(note(
+            context.words(),
             Code::DaemonLogClientPidZero,
             format!("its log {path} shows a client of PID 0 ({line:?}): a client in a PID namespace the daemon cannot see"),
             "run the daemon in the clients' PID namespace (or the host's, with hostPID), so that it can track them",
@@ -223,6 +226,7 @@ fn notes(context: &Context<'_>, served: &mut Served, path: &str, reading: &LogRe
     }
     if let Some(line) = &reading.failed_to_start {
         served.note(note(
+            context.words(),
             Code::DaemonLogServerFailedToStart,
             format!("its log {path} shows a server that failed to start ({line:?})"),
             "read the daemon's log for the cause if a client fails to connect",
@@ -230,7 +234,7 @@ fn notes(context: &Context<'_>, served: &mut Served, path: &str, reading: &LogRe
     }
 }
 
-fn note(code: Code, found: String, fix: &str) -> Finding {
+fn note(words: Vocabulary, code: Code, found: String, fix: &str) -> Finding {
     let message = [
         "The control daemon's log may explain a later failure: ",
         &found,
@@ -239,5 +243,5 @@ fn note(code: Code, found: String, fix: &str) -> Finding {
         ".",
     ]
     .concat();
-    Finding::new(code, message, found, fix.to_owned())
+    Finding::new(code, words, message, found, fix.to_owned())
 }

@@ -412,12 +412,13 @@ fn unverified_finding(
         ".",
     ]
     .concat();
-    Finding::new(code, message, why, fix.to_owned())
+    Finding::new(code, context.words(), message, why, fix.to_owned())
 }
 
 fn inconsistent(words: Vocabulary, what: String) -> Finding {
     Finding::new(
         Code::InconsistentSnapshot,
+        words,
         format!(
             "{} cannot use this host snapshot: {what}. Capture the host again with mps-preflight.",
             words.mps()

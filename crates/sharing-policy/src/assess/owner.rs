@@ -95,6 +95,7 @@ fn another_user(
     );
     Finding::new(
         Code::ServerOfAnotherUser,
+        context.words(),
         [
             context.words().mps(),
             " would queue behind another user's MPS server at ",

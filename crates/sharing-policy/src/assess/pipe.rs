@@ -124,6 +124,7 @@ fn non_utf8_directory(words: Vocabulary, directory_raw: &OsText) -> Finding {
     let lossy = directory_raw.to_string_lossy();
     Finding::new(
         Code::NonUtf8PipeDirectory,
+        words,
         format!(
             "{} cannot use CUDA_MPS_PIPE_DIRECTORY={}: it is not valid UTF-8. Use a UTF-8 path for the daemon's pipe directory.",
             words.mps(),
@@ -154,6 +155,7 @@ pub(super) fn check(
             let start = start();
             Finding::new(
                 Code::ControlPipeMissing,
+                words,
                 [
                     words.mps(),
                     " found no control pipe at ",
@@ -185,6 +187,7 @@ pub(super) fn check(
     if path.len() > MAX_SOCKET_PATH {
         findings.push(|| Finding::new(
             Code::ControlPathTooLong,
+            words,
             format!(
                 "{} cannot use control pipe {path}: the path is {} bytes, longer than a Unix socket path allows ({MAX_SOCKET_PATH} bytes), so no daemon can listen there. Use a shorter CUDA_MPS_PIPE_DIRECTORY (for example /tmp/nvidia-mps).",
                 words.mps(),
@@ -229,6 +232,7 @@ fn examine(
             let start = start();
             return Err(Finding::new(
                 Code::ControlPipeMissing,
+                words,
                 [
                     mps,
                     " found no control pipe at ",
@@ -250,6 +254,7 @@ fn examine(
                 .or(pipe.stat.error.as_deref())
                 .unwrap_or("unknown error");
             return Err(access_finding(
+                words,
                 mps,
                 path,
                 &format!("it could not be examined: {error}"),
@@ -262,6 +267,7 @@ fn examine(
             let start = start();
             return Err(Finding::new(
                 Code::NotAControlPipe,
+                words,
                 [
                     mps,
                     " requires a live control socket or FIFO at ",
@@ -308,15 +314,22 @@ fn examine(
                     .unwrap_or_default()
             ),
         };
-        return Err(access_finding(mps, path, &why, pipe));
+        return Err(access_finding(words, mps, path, &why, pipe));
     }
     Ok(kind)
 }
 
-fn access_finding(mps: &str, path: &str, why: &str, pipe: &PipeFacts) -> Finding {
+fn access_finding(
+    words: Vocabulary,
+    mps: &str,
+    path: &str,
+    why: &str,
+    pipe: &PipeFacts,
+) -> Finding {
     let found = [why, "; ", &describe_owner(pipe)].concat();
     Finding::new(
         Code::ControlPipeInaccessible,
+        words,
         [
             mps,
             " cannot access control pipe ",

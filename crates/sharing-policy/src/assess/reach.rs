@@ -108,6 +108,7 @@ fn unreachable(context: &Context<'_>, uid: u32, blocked: &Blocked) -> Finding {
     );
     Finding::new(
         Code::PipeDirectoryUnreachable,
+        context.words(),
         [
             context.words().mps(),
             " cannot share GPU ",

@@ -50,6 +50,7 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
     if !schema_ok {
         findings.push(|| Finding::new(
             Code::UnsupportedSnapshotSchema,
+            words,
             format!(
                 "{mps} cannot use this host snapshot: its schema is {}, and this validator reads only {}, {}, {} and {}. Capture the host again with this version of mps-preflight.",
                 repr(&facts.schema),
@@ -67,6 +68,7 @@ pub(super) fn check(request: &Request, facts: &HostFacts, findings: &mut Finding
         let null = words.null_request();
         findings.push(|| Finding::new(
             Code::UnsupportedOs,
+            words,
             format!(
                 "{mps} requires Linux; got os={}. CUDA MPS exists only on Linux: {null} on this host.",
                 repr(&facts.os)
@@ -133,7 +135,7 @@ fn unsupported_mode(words: Vocabulary, mode: &str) -> Finding {
             "pass --request mps or --request null",
         ),
     };
-    Finding::worded(
+    Finding::new(
         Code::UnsupportedMode,
         words,
         message,
@@ -170,7 +172,7 @@ fn invalid_rank(words: Vocabulary, request: &Request) -> Finding {
             "pass a --rank in [0, --world-size) and a --world-size of at least 1",
         ),
     };
-    Finding::worded(Code::InvalidRank, words, message, found, fix.to_owned())
+    Finding::new(Code::InvalidRank, words, message, found, fix.to_owned())
 }
 
 /// The finding for a request with no collector device.
@@ -199,6 +201,7 @@ fn missing_collector(words: Vocabulary, backend: Option<&str>) -> Finding {
     };
     Finding::new(
         Code::MissingCollector,
+        words,
         message,
         "no collector device".to_owned(),
         fix.to_owned(),
@@ -289,7 +292,7 @@ fn backend_finding(words: Vocabulary, request: &Request, backend: &str) -> Findi
             format!("use one of the backends {list}, or {null}"),
         )
     };
-    Finding::worded(
+    Finding::new(
         Code::UnsupportedBackend,
         words,
         message,
@@ -335,6 +338,7 @@ fn device_finding(words: Vocabulary, role: Role, device: &str, error: DeviceErro
     match error {
         DeviceError::NotCuda => Finding::new(
             Code::NotCudaDevice,
+            words,
             format!(
                 "{mps} requires CUDA learner and collector devices; got {found}. Use cuda or cuda:<index> for both."
             ),
@@ -343,6 +347,7 @@ fn device_finding(words: Vocabulary, role: Role, device: &str, error: DeviceErro
         ),
         DeviceError::InvalidIndex => Finding::new(
             Code::InvalidCudaDevice,
+            words,
             format!(
                 "{mps} received invalid CUDA device {} for {field}; a CUDA device is cuda or cuda:<index> with a plain decimal index.",
                 repr(device)

@@ -130,6 +130,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
             let fix = "name the GPU by UUID: devices=$(mps-preflight visibility) && export CUDA_VISIBLE_DEVICES=\"$devices\"".to_owned();
             Finding::new(
                 Code::DaemonIndexRemap,
+                context.words(),
                 [
                     context.words().mps(),
                     " cannot use ",
@@ -163,6 +164,7 @@ fn outside(context: &Context<'_>, path: &str, mask: &str, detail: &str) -> Findi
     );
     Finding::new(
         Code::GpuOutsideDaemonScope,
+        context.words(),
         [
             context.words().mps(),
             " cannot share GPU ",

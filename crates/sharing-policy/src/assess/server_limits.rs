@@ -165,6 +165,7 @@ pub(super) fn check_pinned(
 fn below(context: &Context<'_>, code: Code, what: String, fix: String) -> Finding {
     Finding::new(
         code,
+        context.words(),
         [
             context.words().mps(),
             " cannot give each client the required share of GPU ",

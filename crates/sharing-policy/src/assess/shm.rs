@@ -120,6 +120,7 @@ fn not_shared(
     let fix = "run the job in the daemon's IPC and mount setup: on Kubernetes give the pod hostIPC: true or mount the host's /dev/shm at /dev/shm (the same one the daemon's pod mounts); in a container runtime pass --ipc=host; or run the daemon inside the job's container".to_owned();
     Finding::new(
         Code::ShmNotShared,
+        context.words(),
         [
             context.words().mps(),
             " cannot share GPU ",
@@ -180,6 +181,7 @@ fn room(
         let fix = "remove stale files from /dev/shm (ls -la /dev/shm: leftovers of killed jobs), or give the job a larger /dev/shm (on Kubernetes an emptyDir with medium: Memory and a sizeLimit at /dev/shm; docker --shm-size)".to_owned();
         Finding::new(
             Code::ShmBelowRequirement,
+            context.words(),
             [
                 context.words().mps(),
                 " cannot give the clients room in /dev/shm: ",

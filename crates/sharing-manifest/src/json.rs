@@ -81,19 +81,8 @@ pub const EVIDENCE_KEYS: [&str; 40] = [
 /// use sharing_policy::Evidence;
 ///
 /// let evidence = Evidence {
-///     configured: None, effective: None, validated: false, rank: 0, world_size: 1,
-///     learner_device: Some("cpu".to_owned()), collector_device: None,
-///     learner_gpu_uuid: None, collector_gpu_uuid: None, pipe_directory_env: None,
-///     pipe_directory: None, control_pipe: None, control_pipe_kind: None,
-///     server_pid: None, ambient_server: false, daemon_pid: None,
-///     caller_uid: None, judged_for_uid: None, server_uids: vec![], daemon_visible_devices: None,
-///     daemon_multiuser: None, compute_mode: None, driver_version: None, unverified: vec![], host_name: None,
-///     default_active_thread_percentage: None, default_pinned_mem_limit: None, server_status: None,
-///     daemon_log: None, last_server_ready: None,
-///     server_clients: None, server_client_pids: None, server_active_thread_percentage: None,
-///     server_pinned_mem_limit: None,
-///     shm_free_bytes: None, shm_total_bytes: None, advisories: vec![],
-///     gpu_compute_processes: None, server_client_limit: None, pipe_access: None,
+///     learner_device: Some("cpu".to_owned()),
+///     ..Evidence::unobserved(0, 1)
 /// };
 /// let json = sharing_manifest::evidence_to_json(&evidence);
 /// let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -351,46 +340,8 @@ mod tests {
             serde_json::to_value(&evidence).unwrap()
         );
         let empty = Evidence {
-            configured: None,
-            effective: None,
-            validated: false,
-            rank: 0,
-            world_size: 1,
-            learner_device: None,
-            collector_device: None,
-            learner_gpu_uuid: None,
-            collector_gpu_uuid: None,
-            pipe_directory_env: None,
-            pipe_directory: None,
-            control_pipe: None,
-            control_pipe_kind: None,
-            server_pid: None,
-            ambient_server: false,
-            daemon_pid: None,
-            caller_uid: None,
-            judged_for_uid: None,
-            server_uids: vec![],
-            daemon_visible_devices: None,
-            daemon_multiuser: None,
-            compute_mode: None,
-            driver_version: None,
             unverified: vec![sharing_policy::Code::DaemonScopeUnverified],
-            host_name: None,
-            default_active_thread_percentage: None,
-            default_pinned_mem_limit: None,
-            server_status: None,
-            daemon_log: None,
-            last_server_ready: None,
-            server_clients: None,
-            server_client_pids: None,
-            server_active_thread_percentage: None,
-            server_pinned_mem_limit: None,
-            shm_free_bytes: None,
-            shm_total_bytes: None,
-            advisories: vec![],
-            gpu_compute_processes: None,
-            server_client_limit: None,
-            pipe_access: None,
+            ..Evidence::unobserved(0, 1)
         };
         let json = evidence_to_json(&empty);
         assert_eq!(json, serde_json::to_value(&empty).unwrap());

@@ -20,52 +20,11 @@ pub(crate) fn names_a_cuda_device(request: &Request) -> bool {
 /// is a CUDA device (learner `cpu`, no collector; [`crate::observes_host`] is false) nothing in
 /// the snapshot is looked at beyond the raw `CUDA_MPS_PIPE_DIRECTORY`. A snapshot of another schema is not interpreted at all.
 /// `ambient_server` is true exactly when the daemon answered live.
-#[expect(
-    clippy::too_many_lines,
-    reason = "every evidence key is named, so a new one cannot be missed"
-)]
 pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     let mut evidence = Evidence {
-        configured: None,
-        effective: None,
-        validated: false,
-        rank: request.rank,
-        world_size: request.world_size,
         learner_device: Some(request.learner_device.clone()),
         collector_device: request.collector_device.clone(),
-        learner_gpu_uuid: None,
-        collector_gpu_uuid: None,
-        pipe_directory_env: None,
-        pipe_directory: None,
-        control_pipe: None,
-        control_pipe_kind: None,
-        server_pid: None,
-        ambient_server: false,
-        daemon_pid: None,
-        caller_uid: None,
-        judged_for_uid: None,
-        server_uids: Vec::new(),
-        daemon_visible_devices: None,
-        daemon_multiuser: None,
-        compute_mode: None,
-        driver_version: None,
-        unverified: Vec::new(),
-        host_name: None,
-        default_active_thread_percentage: None,
-        default_pinned_mem_limit: None,
-        server_status: None,
-        daemon_log: None,
-        last_server_ready: None,
-        server_clients: None,
-        server_client_pids: None,
-        server_active_thread_percentage: None,
-        server_pinned_mem_limit: None,
-        shm_free_bytes: None,
-        shm_total_bytes: None,
-        advisories: Vec::new(),
-        gpu_compute_processes: None,
-        server_client_limit: None,
-        pipe_access: None,
+        ..Evidence::unobserved(request.rank, request.world_size)
     };
     if !SCHEMAS_READ.contains(&facts.schema.as_str()) {
         return evidence;

@@ -150,3 +150,61 @@ pub struct Evidence {
     #[serde(default)]
     pub pipe_access: Option<String>,
 }
+
+impl Evidence {
+    /// The evidence of rank `rank` of `world_size` before anything was configured, looked at or
+    /// validated: every fact `None`, every list empty, `validated` and `ambient_server` false.
+    /// A null request's evidence starts from it, and a test or an offline tool builds other
+    /// evidence from it with struct-update syntax (`Evidence { validated: true,
+    /// ..Evidence::unobserved(0, 1) }`), so a new field is added here once.
+    ///
+    /// ```
+    /// let evidence = sharing_policy::Evidence::unobserved(3, 8);
+    /// assert_eq!((evidence.rank, evidence.world_size, evidence.validated), (3, 8, false));
+    /// assert!(evidence.unverified.is_empty() && evidence.configured.is_none());
+    /// ```
+    pub fn unobserved(rank: i64, world_size: i64) -> Self {
+        Self {
+            configured: None,
+            effective: None,
+            validated: false,
+            rank,
+            world_size,
+            learner_device: None,
+            collector_device: None,
+            learner_gpu_uuid: None,
+            collector_gpu_uuid: None,
+            pipe_directory_env: None,
+            pipe_directory: None,
+            control_pipe: None,
+            control_pipe_kind: None,
+            server_pid: None,
+            ambient_server: false,
+            daemon_pid: None,
+            caller_uid: None,
+            judged_for_uid: None,
+            server_uids: Vec::new(),
+            daemon_visible_devices: None,
+            daemon_multiuser: None,
+            compute_mode: None,
+            driver_version: None,
+            unverified: Vec::new(),
+            host_name: None,
+            default_active_thread_percentage: None,
+            default_pinned_mem_limit: None,
+            server_status: None,
+            daemon_log: None,
+            last_server_ready: None,
+            server_clients: None,
+            server_client_pids: None,
+            server_active_thread_percentage: None,
+            server_pinned_mem_limit: None,
+            shm_free_bytes: None,
+            shm_total_bytes: None,
+            advisories: Vec::new(),
+            gpu_compute_processes: None,
+            server_client_limit: None,
+            pipe_access: None,
+        }
+    }
+}

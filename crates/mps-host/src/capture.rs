@@ -179,12 +179,24 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     if facts.daemon_process.is_some() {
         facts.daemon_log = Some(crate::log::observe_daemon_log(&facts, &directory));
     }
-    facts.settings_query = settings_query(&facts, runner, deadline);
-    // A GPU in Exclusive_Process with no server yet: a compute process holding it keeps the
-    // server from starting. One more bounded nvidia-smi, only where the policy says so (never
-    // on a host in Default mode or with a server running).
+    // The settings session, and on a GPU in Exclusive_Process with no server yet (a compute
+    // process holding it keeps the server from starting) one more bounded nvidia-smi, only
+    // where the policy says so (never in Default mode or with a server running). Both follow
+    // the first round and each has its own deadline, so when both run they run side by side:
+    // a real nvidia-smi's NVML start then costs no extra wall time.
     if sharing_policy::compute_apps_wanted(&facts) {
-        facts.compute_apps_query = Some(compute_apps_query(runner, deadline));
+        let (settings, apps) = std::thread::scope(|scope| {
+            let observed = &facts;
+            let settings = Concurrent::start(scope, "settings-query", move || {
+                settings_query(observed, runner, deadline)
+            });
+            let apps = compute_apps_query(runner, deadline);
+            (settings.join().flatten(), apps)
+        });
+        facts.settings_query = settings;
+        facts.compute_apps_query = Some(apps);
+    } else {
+        facts.settings_query = settings_query(&facts, runner, deadline);
     }
     // The clients the listed servers named (a client of a killed run that is dead or a zombie
     // leaves its server in an undefined state): /proc reads only, bounded by the policy's

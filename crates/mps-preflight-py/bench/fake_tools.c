@@ -1,8 +1,10 @@
 /* The fake host's tools, compiled (bench/bench_probe.py and `cargo xtask bench` build them with
  * `cc`): a shell script would cost a shell start per query and drown what is measured. One
  * program, named by argv[0]:
- *   nvidia-smi               one H100: schema v2's six columns when asked for `name`, else index,uuid
- *                            (the reference module's query);
+ *   nvidia-smi               one H100 in Exclusive_Process: the health columns when asked for
+ *                            them, schema v2's six columns when asked for `name`, else index,uuid
+ *                            (the reference module's query); nothing for `--query-compute-apps`
+ *                            (no compute process holds the GPU, as on an idle host);
  *   nvidia-cuda-mps-control  reads its commands to end of file, then answers each as an idle
  *                            550 daemon serving server 4428 does: `100.0` for the thread
  *                            percentages, `4428` for the server list, `ACTIVE` for its status,
@@ -38,6 +40,9 @@ int main(int argc, char **argv) {
     const char *name = strrchr(argv[0], '/');
     name = name ? name + 1 : argv[0];
     if (strcmp(name, "nvidia-smi") == 0) {
+        if (argc > 1 && strncmp(argv[1], "--query-compute-apps=", 21) == 0) {
+            return 0;
+        }
         int health = argc > 1 && strstr(argv[1], "gpu_recovery_action") != NULL;
         int six = argc > 1 && strstr(argv[1], "name") != NULL;
         fputs(health ? "Exclusive_Process, 550.163.01, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"

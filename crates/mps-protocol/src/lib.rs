@@ -2,6 +2,7 @@
 
 mod commands;
 pub mod daemon_args;
+mod limits;
 mod os_text;
 mod record;
 pub mod retry;
@@ -10,5 +11,6 @@ pub use commands::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, Pid, ReadOnlyCommand, client_query,
     probe_stdin, separated,
 };
+pub use limits::{MemSize, Percentage, default_percentage};
 pub use os_text::OsText;
 pub use record::{Attempt, CapturedText, QueryOutcome, QueryRecord};

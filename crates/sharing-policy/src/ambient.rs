@@ -70,7 +70,7 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
         evidence.ambient_server = true;
         evidence.server_pid = server_pid;
         evidence.default_active_thread_percentage =
-            crate::limits::default_percentage(facts.daemon_query.as_ref());
+            mps_protocol::default_percentage(facts.daemon_query.as_ref());
     }
     evidence.daemon_pid = served::pid_file_claim(facts);
 

@@ -17,7 +17,6 @@ mod facts;
 mod finding;
 mod gpu;
 mod host_extra;
-mod limits;
 mod lock;
 mod log_facts;
 mod namespace;
@@ -65,12 +64,12 @@ pub use gpu::{
 pub use host_extra::{
     CapacityFacts, MAX_CLIENTS_PER_DEVICE, ShmFacts, ShmView, client_limit, clients_fit,
 };
-pub use limits::{MemSize, Percentage};
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
 pub use mps_protocol::{
-    Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, OsText, Pid,
-    QueryOutcome, QueryRecord, ReadOnlyCommand, client_query, probe_stdin, retry, separated,
+    Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, MemSize, OsText,
+    Percentage, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, client_query, probe_stdin, retry,
+    separated,
 };
 pub use process::{
     CAP_SYS_PTRACE_BIT, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS,

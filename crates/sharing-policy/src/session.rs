@@ -4,8 +4,8 @@
 //! (docs/mps-daemon.md §5b; gpu-truth §4–5).
 
 use crate::daemon::{self, DaemonStatus};
-use crate::limits::{MemSize, Percentage};
 use crate::{HostFacts, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, gpu, served};
+use crate::{MemSize, Percentage};
 
 /// The most GPU ordinals a settings session asks about (more than any host has GPUs).
 const MAX_ORDINALS: usize = 64;

@@ -4,9 +4,9 @@
 
 use super::answers::{Answers, CAPTURE_AGAIN, answer, daemon_ordinal, settings};
 use super::{Context, Findings, Served, server_limits};
-use crate::limits::{MemSize, Percentage};
 use crate::session::{self, ServerState};
 use crate::{Code, Finding, Pid, ReadOnlyCommand, served};
+use crate::{MemSize, Percentage};
 
 /// What these checks add to the evidence.
 #[derive(Debug, Default)]
@@ -156,7 +156,7 @@ fn percentage(context: &Context<'_>, findings: &mut Findings) {
     let Some(wanted) = context.request.min_active_thread_percentage else {
         return;
     };
-    let Some(found) = crate::limits::default_percentage(context.facts.daemon_query.as_ref()) else {
+    let Some(found) = mps_protocol::default_percentage(context.facts.daemon_query.as_ref()) else {
         // A live answer whose liveness line is not `%.1f` (every daemon prints `%.1f`): the
         // minimum cannot be compared, and the answer is not a known daemon's.
         findings.push(|| {

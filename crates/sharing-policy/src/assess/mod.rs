@@ -185,7 +185,7 @@ pub(crate) fn explicit(
         driver_version: served.facts.driver_version,
         unverified: served.unverified,
         host_name: facts.host_name.as_ref().map(OsText::to_string_lossy),
-        default_active_thread_percentage: crate::limits::default_percentage(
+        default_active_thread_percentage: mps_protocol::default_percentage(
             facts.daemon_query.as_ref(),
         ),
         default_pinned_mem_limit: host.limits.pinned_mem_limit,

@@ -6,8 +6,8 @@
 
 use super::answers::{Answers, answer, daemon_ordinal};
 use super::{Context, Findings, Served};
-use crate::limits::{MemSize, Percentage};
 use crate::{Code, Finding, Pid, ReadOnlyCommand, served, session};
+use crate::{MemSize, Percentage};
 
 /// The fix when a running server's limits could not be read.
 const VERIFY: &str = "capture the host again while the server runs, as a user the daemon answers (with --require-verified this is a rejection)";
@@ -65,7 +65,7 @@ pub(super) fn check_percentage(
     };
     match &running.percentage {
         Ok(Some((pid, found))) if *found < wanted => {
-            let default = crate::limits::default_percentage(context.facts.daemon_query.as_ref())
+            let default = mps_protocol::default_percentage(context.facts.daemon_query.as_ref())
                 .map_or_else(|| "unread".to_owned(), |p| p.to_string());
             let what = format!(
                 "MPS server {pid} applies an active-thread percentage of {found}, below the required {wanted} (the daemon's default active-thread percentage is {default}, which only the next server gets)"

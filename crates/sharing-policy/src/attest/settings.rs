@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::AttestFacts;
-use crate::limits::{MemSize, Percentage};
 use crate::session::{self, ServerState};
+use crate::{MemSize, Percentage};
 use crate::{Pid, ReadOnlyCommand};
 
 /// The device ordinal `attest` asks the server's pinned-memory limit for: the first device in

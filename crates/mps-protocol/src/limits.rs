@@ -14,7 +14,7 @@ use crate::{QueryOutcome, QueryRecord};
 /// tenths. In JSON it is a number (`33.3`).
 ///
 /// ```
-/// use sharing_policy::Percentage;
+/// use mps_protocol::Percentage;
 ///
 /// assert_eq!(Percentage::parse_daemon("12.5").map(Percentage::tenths), Some(125));
 /// for bad in ["100", "4428", "1.", ".5", "1.25", "+1.0", " 1.0", "1.0\n", "1e2", ""] {
@@ -130,7 +130,7 @@ impl schemars::JsonSchema for Percentage {
 /// An amount of memory in MiB, as a pinned-memory limit is set and printed (`512M`, `10G`).
 ///
 /// ```
-/// use sharing_policy::MemSize;
+/// use mps_protocol::MemSize;
 ///
 /// assert_eq!(MemSize::parse_daemon("10G").map(MemSize::mib), Some(10 * 1024));
 /// assert_eq!(MemSize::parse_daemon("512M").map(MemSize::mib), Some(512));
@@ -233,7 +233,7 @@ impl From<MemSize> for String {
 
 /// The default active-thread percentage from the liveness line of a live daemon's answer (the
 /// first line of its stdout), when it is the daemon's `%.1f`.
-pub(crate) fn default_percentage(record: Option<&QueryRecord>) -> Option<Percentage> {
+pub fn default_percentage(record: Option<&QueryRecord>) -> Option<Percentage> {
     let QueryOutcome::Exited {
         code: Some(0),
         stdout,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mps_protocol::{
-    DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, OsText, QueryRecord, ReadOnlyCommand,
+    DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, OsText, QueryRecord, ReadOnlyCommand, first_session,
     probe_stdin, retry::DAEMON_RETRY,
 };
 use sharing_policy::{
@@ -118,7 +118,7 @@ pub fn capture_with(env: EnvFacts, runner: &dyn Runner, options: &ProbeOptions) 
     }
     let directory = facts.env.effective_pipe_directory();
     let gpu = gpu_query(options.timeout);
-    let daemon = daemon_query(&directory, &DAEMON_PROBE, options.timeout);
+    let daemon = daemon_query(&directory, &first_session(), options.timeout);
     let (root, deadline) = (&options.proc_root, started + options.timeout);
     let mut search = None;
     std::thread::scope(|scope| {
@@ -418,10 +418,15 @@ mod tests {
             .times(1)
             .returning(move |query| {
                 assert!(query.args.is_empty(), "commands go on stdin, never argv");
-                assert_eq!(
-                    query.stdin,
-                    "get_default_active_thread_percentage\nget_server_list\n"
+                assert!(
+                    query.stdin.starts_with(
+                        "get_default_active_thread_percentage\nget_server_list\n\
+                         get_default_active_thread_percentage\nget_default_device_pinned_mem_limit 0\n"
+                    ),
+                    "{:?}",
+                    query.stdin
                 );
+                assert_eq!(query.stdin, probe_stdin(&first_session()));
                 assert_eq!(
                     query.env,
                     BTreeMap::from([(
@@ -526,13 +531,9 @@ mod tests {
 
     #[test]
     fn the_daemon_probe_sends_only_read_only_commands() {
-        let read_only: Vec<&str> = ReadOnlyCommand::ALL
-            .iter()
-            .map(|command| command.as_str())
-            .collect();
         let query = daemon_query(
             &OsText::from("/tmp/nvidia-mps"),
-            &DAEMON_PROBE,
+            &first_session(),
             DEFAULT_TIMEOUT,
         );
         assert!(
@@ -541,7 +542,7 @@ mod tests {
         );
         for line in query.stdin.lines() {
             assert!(
-                read_only.contains(&line),
+                ReadOnlyCommand::parse_line(line).is_some(),
                 "{line:?} is not a read-only command"
             );
             for forbidden in [

@@ -116,7 +116,15 @@ class FakeHost:
         return self.gpus(ROW0, ROW1)
 
     def daemon_answers(self, servers: str = "") -> FakeHost:
-        return self.tool("nvidia-cuda-mps-control", f"100.0\n{servers}")
+        """A live daemon listing `servers`: the fake front-end shared with the command line's
+        tests (fixtures/fake-host/nvidia-cuda-mps-control)."""
+        state = self.root / "daemon"
+        state.mkdir(exist_ok=True)
+        (state / "servers").write_text(servers)
+        path = self.bin / "nvidia-cuda-mps-control"
+        shutil.copyfile(REPO / "fixtures" / "fake-host" / "nvidia-cuda-mps-control", path)
+        path.chmod(0o755)
+        return self
 
     def daemon_gone(self) -> FakeHost:
         return self.tool(

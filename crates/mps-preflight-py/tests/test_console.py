@@ -207,7 +207,7 @@ def test_closed_standard_streams_still_record_the_manifest(
     recorded = json.loads(manifest.read_text())
     assert recorded["cuda_process_sharing"]["validated"] is True
     assert sorted(path.name for path in host.root.iterdir()) == [
-        "bin", "pipe", "run.json", "run.json.lock",
+        "bin", "daemon", "pipe", "run.json", "run.json.lock",
     ]
     missing = str(host.root / "missing.json")
     status, _ = _with_closed(closed, [*_COMMANDS[name], "check", "--snapshot", missing], host)

@@ -6,6 +6,7 @@ mod limits;
 mod os_text;
 mod record;
 pub mod retry;
+mod session;
 
 pub use commands::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, Pid, ReadOnlyCommand, client_query,
@@ -14,3 +15,4 @@ pub use commands::{
 pub use limits::{MemSize, Percentage, default_percentage};
 pub use os_text::OsText;
 pub use record::{Attempt, CapturedText, QueryOutcome, QueryRecord};
+pub use session::{FIRST_SESSION_ORDINALS, asked_in, first_session, split_answers};

@@ -12,6 +12,10 @@
 //! | exit 1, stdout and stderr empty | 0–1 | 1–6 |
 //! | exit **0**, stderr `Cannot send command …`, stdout empty | rare | rare |
 //!
+//! The probe's first session ([`crate::first_session`]), 64 at once in four rounds, ended the
+//! same ways and no other: 6 of 256 full answers; exit 1 with nothing printed (231 on 535, 242 on
+//! 550) or with `Cannot send command …` (19, 8); never a partial answer.
+//!
 //! The last row showed only with whole `mps-preflight capture` processes, each retrying the
 //! others: 2 (535) and 4–5 (550) of 384 captures in six rounds of 64 ended so before it was
 //! retried too; never with the bare front-ends above.

@@ -1,6 +1,10 @@
 //! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e).
 
+mod first_session;
 pub(crate) mod reference;
+
+use first_session::first_session_answer;
+pub(crate) use first_session::{is_first_session, session_answers};
 
 use crate::retry::transient_signature;
 use crate::text::{push_plain, push_repr, repr};
@@ -35,19 +39,13 @@ pub(crate) enum DaemonStatus {
     NotTheProbe(String),
 }
 
-/// The daemon's liveness answer to `get_default_active_thread_percentage`: exactly
-/// `digits '.' one digit` (`100.0`, `33.0`, `12.5`). Every daemon from 470 to 580 prints it with
-/// `%.1f` (docs/mps-daemon.md §2 X3; shared notes gpu-truth.md §5, §10 item 4). A bare number
-/// is refused: it is what a server PID looks like when a session lost its first command, and
-/// reading that PID as the percentage would hide the first server (an idle-looking daemon).
+/// The daemon's liveness answer to `get_default_active_thread_percentage`: the daemon's `%.1f`
+/// exactly ([`crate::Percentage::parse_daemon`], the one liveness parser; docs/mps-daemon.md §2
+/// X3; shared notes gpu-truth.md §5, §10 item 4). A bare number is refused: it is what a server
+/// PID looks like when a session lost its first command, and reading that PID as the
+/// percentage would hide the first server (an idle-looking daemon).
 pub(crate) fn is_percentage(line: &str) -> bool {
-    let Some((whole, fraction)) = line.split_once('.') else {
-        return false;
-    };
-    !whole.is_empty()
-        && whole.bytes().all(|b| b.is_ascii_digit())
-        && fraction.len() == 1
-        && fraction.bytes().all(|b| b.is_ascii_digit())
+    crate::Percentage::parse_daemon(line).is_some()
 }
 
 /// A server PID line: ASCII digits only (no sign, no spaces), a positive PID.
@@ -134,7 +132,7 @@ fn check_probe(record: &QueryRecord, pipe_directory: &[u8]) -> Result<(), String
             record.args
         ));
     }
-    if !is_probe_stdin(&record.stdin) && !is_reference(record) {
+    if !is_probe_stdin(&record.stdin) && !is_first_session(&record.stdin) && !is_reference(record) {
         return Err(format!(
             "the daemon query sent {} instead of {}",
             repr(&record.stdin),
@@ -198,6 +196,12 @@ pub(crate) fn status_in(
             stdout,
             stderr,
         } if is_reference(record) => reference::answer(stdout, stderr),
+        QueryOutcome::Exited {
+            code: Some(0),
+            signal: _,
+            stdout,
+            stderr,
+        } if is_first_session(&record.stdin) => first_session_answer(record, stdout, stderr),
         QueryOutcome::Exited {
             code: Some(0),
             signal: _,
@@ -516,20 +520,22 @@ mod tests {
         ));
     }
 
-    /// The reference rule: `^[0-9]+\.[0-9]$`.
-    fn reference_percentage(line: &str) -> bool {
+    /// The daemon's `%.1f` of a percentage: `^[0-9]{1,3}\.[0-9]$` (the reference's rule,
+    /// `^[0-9]+\.[0-9]$`, with at most three whole digits), at most 100.0.
+    fn daemon_percentage(line: &str) -> bool {
         let bytes = line.as_bytes();
-        bytes.len() >= 3
+        let shaped = (3..=5).contains(&bytes.len())
             && bytes[bytes.len() - 2] == b'.'
             && bytes[bytes.len() - 1].is_ascii_digit()
-            && bytes[..bytes.len() - 2].iter().all(u8::is_ascii_digit)
+            && bytes[..bytes.len() - 2].iter().all(u8::is_ascii_digit);
+        shaped && line.parse::<f64>().is_ok_and(|value| value <= 100.0)
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
         #[test]
-        fn a_percentage_is_exactly_digits_dot_one_digit(line in "[0-9.a+ -]{0,7}") {
-            proptest::prop_assert_eq!(is_percentage(&line), reference_percentage(&line));
+        fn a_percentage_is_exactly_the_daemons_printf(line in "[0-9.a+ -]{0,7}|[0-9]{1,3}\\.[0-9]") {
+            proptest::prop_assert_eq!(is_percentage(&line), daemon_percentage(&line));
         }
 
         /// An answer made of PID lines only (a session that lost its first
@@ -544,10 +550,10 @@ mod tests {
 
         #[test]
         fn a_percent_then_pids_keeps_the_first_server(
-            whole in 0_u32..1000, tenth in 0_u32..10,
+            tenths in 0_u32..=1000,
             pids in proptest::collection::vec(1_u32..4_194_304, 0..4),
         ) {
-            let mut stdout = format!("{whole}.{tenth}\n");
+            let mut stdout = format!("{}.{}\n", tenths / 10, tenths % 10);
             for pid in &pids {
                 stdout.push_str(&pid.to_string());
                 stdout.push('\n');

@@ -67,9 +67,9 @@ pub use host_extra::{
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
 pub use mps_protocol::{
-    Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, MemSize, OsText,
-    Percentage, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, client_query, probe_stdin, retry,
-    separated,
+    Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, FIRST_SESSION_ORDINALS,
+    GPU_QUERY_PROGRAM, MemSize, OsText, Percentage, Pid, QueryOutcome, QueryRecord,
+    ReadOnlyCommand, client_query, first_session, probe_stdin, retry, separated,
 };
 pub use process::{
     CAP_SYS_PTRACE_BIT, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS,

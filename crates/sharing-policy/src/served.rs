@@ -52,6 +52,14 @@ pub(crate) fn server_pids(record: Option<&QueryRecord>, pipe_directory: &[u8]) -
     ) {
         return Vec::new();
     }
+    if let Some(answers) = daemon::session_answers(record) {
+        return answers
+            .into_iter()
+            .find(|(command, _)| *command == crate::ReadOnlyCommand::GetServerList)
+            .map_or_else(Vec::new, |(_, lines)| {
+                lines.into_iter().filter_map(parse_pid).collect()
+            });
+    }
     match &record.outcome {
         crate::QueryOutcome::Exited { stdout, .. } => {
             // The reference's query has no liveness line before the PIDs.
@@ -160,7 +168,7 @@ pub(crate) enum DaemonProcess<'a> {
 }
 
 /// Whether `cmdline` is the control daemon run as a daemon, as one known version's option
-/// parser reads it ([`crate::daemon_args`]: `-d`, `-f`, `--daemon`, `-dM`, …).
+/// parser reads it ([`mps_protocol::daemon_args`]: `-d`, `-f`, `--daemon`, `-dM`, …).
 fn is_control_daemon(cmdline: &[OsText]) -> bool {
     mps_protocol::daemon_args::read(cmdline).is_some()
 }

@@ -22,8 +22,9 @@ const MAX_LIMIT_SERVERS: usize = 4;
 pub const MAX_LISTED_CLIENTS: usize = 64;
 
 /// What the probe asks once a live daemon answered, or `None` when there is nothing
-/// to ask: the state of each server the daemon listed, then the default pinned-memory limit of
-/// each GPU ordinal of the host table (the daemon numbers devices in its own CUDA view, which
+/// to ask (an idle daemon whose first session asked every ordinal's default): the state of
+/// each server the daemon listed, its clients and limits, then the default pinned-memory limit
+/// of each GPU ordinal of the host table that the first session did not ask (the daemon numbers devices in its own CUDA view, which
 /// is one of these; the validator picks the validated GPU's), in a [`crate::separated`]
 /// session. `mps-host` calls this, so the decision of what to ask stays here.
 pub fn settings_commands(facts: &HostFacts) -> Option<Vec<ReadOnlyCommand>> {
@@ -59,10 +60,18 @@ pub fn settings_commands(facts: &HostFacts) -> Option<Vec<ReadOnlyCommand>> {
         ordinals.sort_unstable();
         ordinals.dedup();
         ordinals.truncate(MAX_ORDINALS);
+        // The first session asked the defaults of the first ordinals already (an older
+        // snapshot's two-command probe asked none).
+        let answered = if daemon::session_answers(record).is_some() {
+            mps_protocol::FIRST_SESSION_ORDINALS
+        } else {
+            0
+        };
         asked.extend(
             ordinals
                 .iter()
                 .copied()
+                .filter(|&ordinal| ordinal >= answered)
                 .map(ReadOnlyCommand::GetDefaultDevicePinnedMemLimit),
         );
         // The pinned-memory limit each running server applies, per ordinal.
@@ -113,7 +122,7 @@ pub(crate) fn session_answers<'a>(
             daemon::describe_text("stderr", stderr)
         ));
     }
-    split_answers(&asked, &stdout.text).ok_or_else(|| {
+    mps_protocol::split_answers(&asked, &stdout.text).ok_or_else(|| {
         format!(
             "the settings query's answer is not one answer per question between liveness lines: {}",
             daemon::describe_text("stdout", stdout)
@@ -156,47 +165,8 @@ fn asked_commands(
         return Err("the settings query used another pipe directory".to_owned());
     }
     daemon::check_retries(record)?;
-    let body = record.stdin.strip_suffix('\n').unwrap_or_default();
-    let session: Option<Vec<ReadOnlyCommand>> =
-        body.split('\n').map(ReadOnlyCommand::parse_line).collect();
-    let session =
-        session.ok_or("the settings query sent a line that is not a read-only command")?;
-    let asked: Vec<ReadOnlyCommand> = session.iter().skip(1).step_by(2).copied().collect();
-    if asked.is_empty() || crate::separated(&asked) != session {
-        return Err("the settings query's stdin is not a separated session".to_owned());
-    }
-    Ok(asked)
-}
-
-/// Splits `stdout` into one answer per asked command, each after a `%.1f` liveness line, with
-/// one more liveness line last. An answer is every line up to the next `%.1f` line, except
-/// `get_active_thread_percentage <pid>`'s, which is itself `%.1f` (or `Server <pid> not
-/// found`): exactly one line. No other asked command ever prints a `%.1f` line.
-fn split_answers<'a>(
-    asked: &[ReadOnlyCommand],
-    stdout: &'a str,
-) -> Option<Vec<(ReadOnlyCommand, Vec<&'a str>)>> {
-    let body = stdout.strip_suffix('\n')?;
-    let mut lines = body.split('\n').peekable();
-    let separator = |line: Option<&str>| line.and_then(Percentage::parse_daemon).is_some();
-    let mut answers = Vec::with_capacity(asked.len());
-    for command in asked {
-        if !separator(lines.next()) {
-            return None;
-        }
-        let mut answer = Vec::new();
-        if matches!(command, ReadOnlyCommand::GetActiveThreadPercentage(_)) {
-            answer.push(lines.next()?);
-        } else {
-            while let Some(line) = lines.next_if(|line| Percentage::parse_daemon(line).is_none()) {
-                answer.push(line);
-            }
-        }
-        answers.push((*command, answer));
-    }
-    // The last liveness line, and nothing after it: otherwise the answer was cut short or is
-    // not this session's.
-    (separator(lines.next()) && lines.next().is_none()).then_some(answers)
+    mps_protocol::asked_in(&record.stdin)
+        .ok_or_else(|| "the settings query's stdin is not a separated session".to_owned())
 }
 
 /// An MPS server's state as `get_server_status` prints it.

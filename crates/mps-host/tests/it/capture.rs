@@ -87,8 +87,9 @@ fn the_daemon_front_end_gets_no_arguments_the_probe_on_stdin_and_the_pipe_direct
     assert_eq!(
         stdout_of(&facts.daemon_query.as_ref().unwrap().outcome),
         format!(
-            "argc=0 pipe={} proto=unset\nget_default_active_thread_percentage\nget_server_list\n",
-            pipe.path().display()
+            "argc=0 pipe={} proto=unset\n{}",
+            pipe.path().display(),
+            sharing_policy::probe_stdin(&sharing_policy::first_session())
         )
     );
     assert_eq!(

@@ -47,11 +47,12 @@ fn probe(mode: &str, servers: &str, apps: &str, code: i32) -> (HostFacts, usize)
         &bin,
         "nvidia-cuda-mps-control",
         &format!(
-            "input=$(cat)\n\
-             case \"$input\" in\n\
-             *get_server_list*) printf '100.0\\n{servers}' ;;\n\
-             *) printf '100.0\\n' ;;\n\
-             esac"
+            "while read -r cmd arg; do\n\
+               case \"$cmd\" in\n\
+               get_default_active_thread_percentage) printf '100.0\\n' ;;\n\
+               get_server_list) printf '{servers}' ;;\n\
+               esac\n\
+             done"
         ),
     );
     let pipe = dir.path().join("pipe");

@@ -40,8 +40,13 @@ fn a_live_idle_daemon_answers_the_probe() {
 
     let query = facts.daemon_query.as_ref().unwrap();
     assert!(query.args.is_empty());
-    // X3 + X2 of the MPS notes: the thread percentage, then an empty server list.
-    assert_eq!(exited(&query.outcome), (Some(0), "100.0\n", ""));
+    // X3 + X2 of the MPS notes: the thread percentage, then an empty server list; then no
+    // default pinned-memory limit for any of the first ordinals (nothing printed), each after
+    // its liveness line, and the last liveness line.
+    let idle = "100.0\n".repeat(sharing_policy::FIRST_SESSION_ORDINALS as usize + 2);
+    assert_eq!(exited(&query.outcome), (Some(0), idle.as_str(), ""));
+    // Nothing left to ask an idle daemon: no second session.
+    assert_eq!(facts.settings_query, None);
     let pipe = facts.control_pipe.as_ref().unwrap();
     assert_eq!(pipe.lstat.kind, FileKind::Socket);
     assert_eq!(pipe.stat.kind, FileKind::Socket);
@@ -163,21 +168,19 @@ fn the_control_log_shows_only_read_only_commands_from_the_probe() {
     }
 
     let (log, commands) = daemon.quit_and_read_commands();
-    let read_only: Vec<&str> = ReadOnlyCommand::ALL.iter().map(|c| c.as_str()).collect();
+    let session: Vec<String> = sharing_policy::first_session()
+        .iter()
+        .map(|command| command.line())
+        .collect();
     assert_eq!(
         commands,
-        [
-            "get_default_active_thread_percentage",
-            "get_server_list",
-            "get_default_active_thread_percentage",
-            "get_server_list"
-        ],
+        [session.clone(), session].concat(),
         "control.log:\n{log}"
     );
     assert!(
         commands
             .iter()
-            .all(|command| read_only.contains(&command.as_str()))
+            .all(|command| ReadOnlyCommand::parse_line(command).is_some())
     );
     assert!(log.contains("NEW UI"), "{log}");
 }
@@ -328,15 +331,16 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
         Some(control.to_string_lossy().as_ref())
     );
     assert_eq!(evidence.last_server_ready, None, "no GPU, so no server");
-    // The settings session asked each GPU ordinal's default pinned-memory limit;
-    // none is set (the daemon prints nothing), and no server runs without a GPU.
-    let settings = facts.settings_query.as_ref().unwrap();
+    // The first session asked each GPU ordinal's default pinned-memory limit; none is set
+    // (the daemon prints nothing), and no server runs without a GPU, so no second session.
+    let query = facts.daemon_query.as_ref().unwrap();
     assert!(
-        settings
+        query
             .stdin
             .contains("get_default_device_pinned_mem_limit 1\n"),
-        "{settings:?}"
+        "{query:?}"
     );
+    assert_eq!(facts.settings_query, None);
     assert_eq!(evidence.default_pinned_mem_limit, None);
     assert_eq!(evidence.server_status, None);
     assert_eq!(

@@ -307,14 +307,18 @@ impl FakeHost {
         ])
     }
 
-    /// A control daemon that answers (`servers`: the server list lines).
+    /// A control daemon that answers (`servers`: the server list lines): the fake front-end
+    /// shared with Python's tests (`fixtures/fake-host/nvidia-cuda-mps-control`).
     pub(crate) fn daemon_answers(&mut self, servers: &str) -> &mut Self {
-        self.tool(
-            "nvidia-cuda-mps-control",
-            &format!("100.0\n{servers}"),
-            "",
-            0,
-        )
+        let state = self.dir.path().join("daemon");
+        fs::create_dir_all(&state).expect("create the fake daemon's state directory");
+        fs::write(state.join("servers"), servers).expect("write the fake daemon's servers");
+        let shared = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/fake-host/nvidia-cuda-mps-control");
+        let script = fs::read(shared).expect("read the shared fake front-end");
+        let path = self.dir.path().join("bin").join("nvidia-cuda-mps-control");
+        write_executable(&path, |path| fs::write(path, &script).expect("write tool"));
+        self
     }
 
     /// The control front-end finds no daemon (what the real one prints).

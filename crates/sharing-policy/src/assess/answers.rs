@@ -9,14 +9,35 @@ use crate::session;
 /// How to record what a v1/v2 snapshot never asked.
 pub(super) const CAPTURE_AGAIN: &str = "capture the host again with this mps-preflight, which asks the daemon (with --require-verified this is a rejection)";
 
-/// The recorded settings session's answers, or why there are none.
-pub(super) type Answers<'a> = Result<Vec<(ReadOnlyCommand, Vec<&'a str>)>, String>;
+/// The daemon's recorded answers the checks read: those of the first session (the default
+/// pinned-memory limits it asked with the server list; none in older snapshots), then those of
+/// the settings session, or why that one has none.
+pub(super) struct Answers<'a> {
+    first: Vec<(ReadOnlyCommand, Vec<&'a str>)>,
+    settings: Result<Vec<(ReadOnlyCommand, Vec<&'a str>)>, String>,
+}
+
+impl Answers<'_> {
+    /// Whether the settings session was never recorded or cannot be read.
+    pub(super) fn settings_unread(&self) -> bool {
+        self.settings.is_err()
+    }
+}
 
 pub(super) fn settings<'a>(context: &Context<'a>) -> Answers<'a> {
-    let record = context.facts.settings_query.as_ref().ok_or_else(|| {
-        "the snapshot holds no settings query (captured before schema v3)".to_owned()
-    })?;
-    session::session_answers(record, context.directory.as_bytes())
+    let first = context
+        .facts
+        .daemon_query
+        .as_ref()
+        .and_then(crate::daemon::session_answers)
+        .unwrap_or_default();
+    let settings = match context.facts.settings_query.as_ref() {
+        Some(record) => session::session_answers(record, context.directory.as_bytes()),
+        // A first session that asked the defaults leaves nothing to ask on an idle daemon.
+        None if !first.is_empty() => Ok(Vec::new()),
+        None => Err("the snapshot holds no settings query (captured before schema v3)".to_owned()),
+    };
+    Answers { first, settings }
 }
 
 /// The answer to `command`, or why there is none.
@@ -24,12 +45,16 @@ pub(super) fn answer<'a>(
     answers: &'a Answers<'_>,
     command: ReadOnlyCommand,
 ) -> Result<&'a [&'a str], String> {
-    let answers = answers.as_ref().map_err(Clone::clone)?;
-    answers
-        .iter()
-        .find(|(asked, _)| *asked == command)
-        .map(|(_, lines)| lines.as_slice())
-        .ok_or_else(|| format!("the settings query did not ask `{}`", command.line()))
+    let asked = |list: &'a Vec<(ReadOnlyCommand, Vec<&'a str>)>| {
+        list.iter()
+            .find(|(asked, _)| *asked == command)
+            .map(|(_, lines)| lines.as_slice())
+    };
+    if let Some(lines) = asked(&answers.first) {
+        return Ok(lines);
+    }
+    let settings = answers.settings.as_ref().map_err(Clone::clone)?;
+    asked(settings).ok_or_else(|| format!("the settings query did not ask `{}`", command.line()))
 }
 
 /// The GPU's ordinal as the daemon numbers its devices: its position in the daemon's

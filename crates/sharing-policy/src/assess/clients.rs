@@ -54,7 +54,7 @@ pub(super) fn check(
                 (read_all, lists_read) = (false, false);
                 let what = format!("the clients of MPS server {server}");
                 // A session that was never recorded or is unreadable is asked again.
-                let fix = if answers.is_err() {
+                let fix = if answers.settings_unread() {
                     CAPTURE_AGAIN
                 } else {
                     VERIFY

@@ -17,6 +17,7 @@ mod attest_deployed;
 mod changes;
 mod daemon_log;
 mod details;
+mod first_session;
 mod fixtures;
 mod forged_identity;
 mod gpu_health;

@@ -1,0 +1,58 @@
+//! The probe's first session as the validator reads it: the server list and the first
+//! ordinals' default pinned-memory limits, split by mps-protocol's one splitter.
+
+use super::{DaemonStatus, server_pid_line, unreadable, unrecognized};
+use crate::{CapturedText, QueryOutcome, QueryRecord, ReadOnlyCommand, probe_stdin};
+
+/// Whether `stdin` is the probe's first session ([`mps_protocol::first_session`]), whose server list
+/// and default pinned-memory limits [`session_answers`] splits.
+pub(crate) fn is_first_session(stdin: &str) -> bool {
+    stdin == probe_stdin(&mps_protocol::first_session())
+}
+
+/// The answers of a recorded first session ([`mps_protocol::first_session`]), split; `None` for any
+/// other record (the two-command probe of older snapshots and of `attest`, the reference's
+/// query) or an answer that does not split.
+pub(crate) fn session_answers(record: &QueryRecord) -> Option<Vec<(ReadOnlyCommand, Vec<&str>)>> {
+    if !is_first_session(&record.stdin) {
+        return None;
+    }
+    let QueryOutcome::Exited {
+        code: Some(0),
+        stdout,
+        ..
+    } = &record.outcome
+    else {
+        return None;
+    };
+    let asked = mps_protocol::asked_in(&record.stdin)?;
+    mps_protocol::split_answers(&asked, &stdout.text)
+}
+
+/// A first session's answer: readable, split into one answer per asked command, and a server
+/// list of PID lines only.
+pub(super) fn first_session_answer(
+    record: &QueryRecord,
+    stdout: &CapturedText,
+    stderr: &CapturedText,
+) -> DaemonStatus {
+    if let Some(status) = unreadable(stdout, stderr) {
+        return status;
+    }
+    let why = "expected a liveness line before each answer (the server PIDs, then each device's default pinned-memory limit) and one last";
+    let Some(answers) = session_answers(record) else {
+        return unrecognized(why, stdout, stderr);
+    };
+    let servers = answers
+        .iter()
+        .find(|(command, _)| *command == ReadOnlyCommand::GetServerList)
+        .map_or(&[][..], |(_, lines)| lines.as_slice());
+    let mut server_pid = None;
+    for line in servers {
+        let Some(pid) = server_pid_line(line) else {
+            return unrecognized(why, stdout, stderr);
+        };
+        server_pid.get_or_insert(pid);
+    }
+    DaemonStatus::Live { server_pid }
+}

@@ -125,19 +125,25 @@ echo 'Default, 535.261.03, Enabled, None, No, No, No, 0, $gpu0, NVIDIA H100 80GB
 echo 'Default, 535.261.03, Enabled, None, No, No, No, 1, $gpu1, NVIDIA H100 80GB HBM3, 00000000:3B:00.0'
 EOF
 chmod +x "$work/bin/nvidia-smi"
-# The real control program, except that a client's probe (get_server_list) also lists the PID
-# in <pipe directory>.server when that file exists: a stand-in for an MPS server, which a daemon
-# without a GPU never starts. The stand-in is `sleep` named nvidia-cuda-mps-server, so that its
-# comm and argv[0] are a server's.
+# The real control program, except that a session asking get_server_list second (the probe's
+# first session, and attest's server list) also lists the PID in <pipe directory>.server, when
+# that file exists, right after its first liveness line: a stand-in for an MPS server, which a
+# daemon without a GPU never starts. The stand-in is `sleep` named nvidia-cuda-mps-server, so
+# that its comm and argv[0] are a server's.
 cat >"$work/bin/nvidia-cuda-mps-control" <<EOF
 #!/bin/sh
 [ \$# -eq 0 ] || exec "$control" "\$@"
 server="\${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}.server"
 [ -f "\$server" ] || exec "$control"
 stdin="\$(cat)"
-printf '%s\\n' "\$stdin" | "$control"
+case "\$stdin" in
+"get_default_active_thread_percentage
+get_server_list"*) ;;
+*) printf '%s\\n' "\$stdin" | "$control"; exit \$? ;;
+esac
+answer="\$(printf '%s\\n' "\$stdin" | "$control")"
 status=\$?
-[ "\$stdin" != "\$(printf 'get_default_active_thread_percentage\\nget_server_list')" ] || cat "\$server"
+printf '%s\\n' "\$answer" | sed "1r \$server"
 exit \$status
 EOF
 chmod +x "$work/bin/nvidia-cuda-mps-control"

@@ -5,11 +5,11 @@ test.
 
     python3 xtask/bench/compare.py [--runs N] LABEL=PATH [LABEL=PATH ...]
 
-Hosts: an idle daemon and a daemon serving server 4428, each without a pid file (the probe
-scans /proc, as on 470/535) and with one naming a live stand-in (550+). Floors (floor.c, a tiny
-C program run as a whole process): the two first-round queries alone (`floor, 2 queries`: the
-probe before it asked the settings session), and with the settings query (`floor, 3 queries`, the
-session the newest build sends there, read from its `capture`).
+Hosts: an idle daemon (its GPU in Exclusive_Process, so the probe asks the compute processes
+too, and in Default mode, where it does not) and a daemon serving server 4428, each without a
+pid file (the probe scans /proc, as on 470/535) and with one naming a live stand-in (550+).
+Floors (floor.c, a tiny C program run as a whole process): the queries the newest build makes on
+that host (read from its `capture`), one after the other.
 Every run must exit as expected. Prints each case's median and minimum in milliseconds.
 """
 
@@ -35,9 +35,9 @@ def build(root: Path) -> tuple[dict[str, Path], list[object]]:
     """The four hosts under `root`, and what must stay alive while they are used."""
     keep: list[object] = []
     hosts = {}
-    for kind in ("idle", "served"):
+    for kind in ("idle", "idle-default", "served"):
         tools = root / f"{kind}-tools"
-        flags = ["-DFAKE_IDLE"] if kind == "idle" else []
+        flags = {"idle": ["-DFAKE_IDLE"], "idle-default": ["-DFAKE_IDLE", "-DFAKE_DEFAULT_MODE"], "served": []}[kind]
         subprocess.run(["cc", "-O2", *flags, "-o", str(tools), str(REPO / "crates/mps-preflight-py/bench/fake_tools.c")], check=True)
         for pid_file in (False, True):
             host = root / (kind + ("-pid-file" if pid_file else ""))
@@ -60,15 +60,18 @@ def build(root: Path) -> tuple[dict[str, Path], list[object]]:
     return hosts, keep
 
 
-def settings_stdin(builds: list[tuple[str, str]], host: Path) -> str:
-    """The settings session the newest build sends on `host` (from its `capture`), for the
-    floor's third query; the builds are tried from the last, as old ones send none."""
+def floor_queries(builds: list[tuple[str, str]], host: Path) -> list[str]:
+    """The floor's arguments after the two tools: the queries the newest build makes on `host`
+    after the GPU table (its first session's stdin, its settings session's when it asks one,
+    `--compute-apps` when it asks that), from its `capture`."""
     env = {"PATH": str(host / "bin"), "CUDA_MPS_PIPE_DIRECTORY": str(host / "pipe")}
-    for _, path in reversed(builds):
-        snapshot = json.loads(subprocess.run([path, "capture"], env=env, capture_output=True, check=True).stdout)
-        if snapshot.get("settings_query"):
-            return str(snapshot["settings_query"]["stdin"])
-    raise SystemExit("no build records a settings query: the three-query floor has nothing to copy")
+    snapshot = json.loads(subprocess.run([builds[-1][1], "capture"], env=env, capture_output=True, check=True).stdout)
+    queries = [str(snapshot["daemon_query"]["stdin"])]
+    if snapshot.get("settings_query"):
+        queries.append(str(snapshot["settings_query"]["stdin"]))
+    if snapshot.get("compute_apps_query"):
+        queries.append("--compute-apps")
+    return queries
 
 
 def main() -> None:
@@ -86,16 +89,16 @@ def main() -> None:
         def tools(host: str) -> list[str]:
             return [str(hosts[host] / "bin" / "nvidia-smi"), str(hosts[host] / "bin" / "nvidia-cuda-mps-control")]
 
-        cases = [
-            ("floor, 2 queries (served)", [floor, *tools("served")], "served", 0),
-            ("floor, 3 queries (idle)", [floor, *tools("idle"), settings_stdin(builds, hosts["idle"])], "idle", 0),
-            ("floor, 3 queries (served)", [floor, *tools("served"), settings_stdin(builds, hosts["served"])], "served", 0),
-            ("floor program alone", [floor], "idle", 2),
-        ]
+        cases = []
+        for host in ("idle", "idle-default", "served"):
+            queries = floor_queries(builds, hosts[host])
+            cases.append((f"floor, {len(queries) + 1} queries ({host})", [floor, *tools(host), *queries], host, 0))
+        cases.append(("floor program alone", [floor], "idle", 2))
         for label, path in builds:
             cases += [
                 (f"{label}: --version", [path, "--version"], "idle", 0),
                 (f"{label}: probe, idle, scan", [path, *PROBE], "idle", 0),
+                (f"{label}: probe, idle Default mode, scan", [path, *PROBE], "idle-default", 0),
                 (f"{label}: probe, served, scan", [path, *PROBE], "served", 0),
                 (f"{label}: probe, idle, pid file", [path, *PROBE], "idle-pid-file", 0),
                 (f"{label}: probe, served, pid file", [path, *PROBE], "served-pid-file", 0),

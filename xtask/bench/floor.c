@@ -2,11 +2,11 @@
  * after the other, each with its stdin written and its output read to end of file, then reaped.
  * `cargo xtask bench` builds it with `cc -O2` and runs it as a whole process, as it runs probe.
  *
- *   floor NVIDIA_SMI MPS_CONTROL [SETTINGS_STDIN]
+ *   floor NVIDIA_SMI MPS_CONTROL FIRST_STDIN [SETTINGS_STDIN] [--compute-apps]
  *
- * The GPU query, then the daemon query; with SETTINGS_STDIN, a third run of the daemon
- * front-end with those commands, as probe's settings query (the default pinned-memory limit
- * of the request's device, and the status of a listed server). */
+ * The GPU query, then the daemon's first session (FIRST_STDIN, what the probe sends: read from
+ * its `capture`); then, where the probe asks them, the settings session (SETTINGS_STDIN) and
+ * `nvidia-smi --query-compute-apps`. */
 #include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -39,12 +39,15 @@ static int run(const char *path, char **argv, const char *input) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) return 2;
+    if (argc < 4) return 2;
     char *smi[] = {"nvidia-smi", "--query-gpu=compute_mode,driver_version,persistence_mode,gpu_recovery_action,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,index,uuid,name,pci.bus_id",
                    "--format=csv,noheader", NULL};
+    char *apps[] = {"nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name", "--format=csv,noheader", NULL};
     char *control[] = {"nvidia-cuda-mps-control", NULL};
     int failed = run(argv[1], smi, "");
-    failed |= run(argv[2], control, "get_default_active_thread_percentage\nget_server_list\n");
-    if (argc > 3) failed |= run(argv[2], control, argv[3]);
+    failed |= run(argv[2], control, argv[3]);
+    for (int i = 4; i < argc; i++) {
+        failed |= strcmp(argv[i], "--compute-apps") == 0 ? run(argv[1], apps, "") : run(argv[2], control, argv[i]);
+    }
     return failed;
 }

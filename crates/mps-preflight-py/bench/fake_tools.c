@@ -10,10 +10,17 @@
  *                            percentages, `4428` for the server list, `ACTIVE` for its status,
  *                            and nothing for its clients (none) or a pinned-memory limit that
  *                            is not set.
- * Built with -DFAKE_IDLE, the daemon serves no server (its server list is empty). */
+ * Built with -DFAKE_IDLE, the daemon serves no server (its server list is empty); with
+ * -DFAKE_DEFAULT_MODE too, the GPU is in the Default compute mode. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#ifdef FAKE_DEFAULT_MODE
+#define MODE "Default"
+#else
+#define MODE "Exclusive_Process"
+#endif
 
 static void answer(const char *command) {
     if (strcmp(command, "get_default_active_thread_percentage") == 0) {
@@ -45,8 +52,8 @@ int main(int argc, char **argv) {
         }
         int health = argc > 1 && strstr(argv[1], "gpu_recovery_action") != NULL;
         int six = argc > 1 && strstr(argv[1], "name") != NULL;
-        fputs(health ? "Exclusive_Process, 550.163.01, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
-              : six  ? "Exclusive_Process, 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
+        fputs(health ? MODE ", 550.163.01, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
+              : six  ? MODE ", 550.163.01, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n"
                      : "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6\n",
               stdout);
         return 0;

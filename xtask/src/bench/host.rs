@@ -56,14 +56,14 @@ fn compile(source: &Path, output: &Path, flags: &[&str]) -> Result<(), String> {
 }
 
 /// The floor of `probe`'s process cost: the compiled floor program run as a whole
-/// process on `host`, making the host queries `probe` makes there one after the other (the
-/// third, the settings query, with `settings_stdin`).
-pub(super) fn floor(host: &Host, floor: &Path, settings_stdin: &str) -> Result<Duration, String> {
+/// process on `host`, making the host queries `probe` makes there one after the other (after
+/// the GPU table, `queries`: the daemon sessions' stdins and `--compute-apps`).
+pub(super) fn floor(host: &Host, floor: &Path, queries: &[String]) -> Result<Duration, String> {
     let mut command = host.command(floor);
     command
         .arg(host.bin.join("nvidia-smi"))
         .arg(host.bin.join("nvidia-cuda-mps-control"))
-        .arg(settings_stdin)
+        .args(queries)
         .stdin(Stdio::null());
     let (elapsed, output) = timed_output(&mut command)?;
     if !output.status.success() {
@@ -75,9 +75,11 @@ pub(super) fn floor(host: &Host, floor: &Path, settings_stdin: &str) -> Result<D
     Ok(elapsed)
 }
 
-/// Reads its commands to end of file, then answers as an idle daemon does (the flood cases).
+/// Answers each command it reads as an idle daemon with no limit set does: the liveness line
+/// for each liveness command, nothing for the rest (the flood cases).
 pub(super) fn daemon_script() -> String {
-    "#!/bin/sh\nwhile read -r line; do :; done\nprintf '100.0\\n'\n".to_owned()
+    "#!/bin/sh\nwhile read -r cmd arg; do\n  [ \"$cmd\" = get_default_active_thread_percentage ] && printf '100.0\\n'\ndone\nexit 0\n"
+        .to_owned()
 }
 
 /// The floor program run with no arguments: a tiny C program's start and exit (it exits 2).

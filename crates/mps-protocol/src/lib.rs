@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod answers;
 mod commands;
 pub mod daemon_args;
 mod limits;
@@ -8,6 +9,10 @@ mod record;
 pub mod retry;
 mod session;
 
+pub use answers::{
+    Answer, MAX_LISTED_CLIENTS, ServerState, client_pids, default_pinned_limit, server_percentage,
+    server_pinned_limit, server_state,
+};
 pub use commands::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, Pid, ReadOnlyCommand, client_query,
     probe_stdin, separated,

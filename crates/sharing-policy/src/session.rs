@@ -1,11 +1,12 @@
-//! The settings session: what the probe asks once the daemon answered (each
-//! listed server's state, each GPU ordinal's default pinned-memory limit), how a recorded
-//! session splits into one answer per question, and what each answer says
-//! (docs/mps-daemon.md §5b; gpu-truth §4–5).
+//! The settings session: what the probe asks once the daemon answered (each listed server's
+//! state, clients and limits, the default pinned-memory limit of each GPU ordinal the first
+//! session did not ask), and what each answer says, in words: mps-protocol splits a session
+//! and parses each answer into a status (docs/mps-daemon.md §5b; gpu-truth §4–5).
 
 use crate::daemon::{self, DaemonStatus};
 use crate::{HostFacts, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, gpu, served};
 use crate::{MemSize, Percentage};
+use mps_protocol::Answer;
 
 /// The most GPU ordinals a settings session asks about (more than any host has GPUs).
 const MAX_ORDINALS: usize = 64;
@@ -17,9 +18,7 @@ const MAX_SERVERS: usize = 16;
 /// GPU ordinal each).
 const MAX_LIMIT_SERVERS: usize = 4;
 
-/// The most client PIDs read from one `get_client_list` answer (the per-device client limit is
-/// 48 on Volta and newer; more lines are not a known daemon's answer).
-pub const MAX_LISTED_CLIENTS: usize = 64;
+pub use mps_protocol::MAX_LISTED_CLIENTS;
 
 /// What the probe asks once a live daemon answered, or `None` when there is nothing
 /// to ask (an idle daemon whose first session asked every ordinal's default): the state of
@@ -169,42 +168,27 @@ fn asked_commands(
         .ok_or_else(|| "the settings query's stdin is not a separated session".to_owned())
 }
 
-/// An MPS server's state as `get_server_status` prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ServerState {
-    Active,
-    Initializing,
-    Fault,
-}
-
-impl ServerState {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "ACTIVE",
-            Self::Initializing => "INITIALIZING",
-            Self::Fault => "FAULT",
-        }
-    }
-}
+pub(crate) use mps_protocol::ServerState;
 
 /// One answer of the settings session: known, or why not.
 pub(crate) type Read<T> = Result<T, String>;
 
+/// What `lines` printed, for a message.
+fn printed(lines: &[&str]) -> String {
+    crate::text::repr(&lines.join("\n"))
+}
+
 /// The state `lines` (one answer of `get_server_status <pid>`) give.
 pub(crate) fn server_state(pid: Pid, lines: &[&str]) -> Read<ServerState> {
-    match lines {
-        ["ACTIVE"] => Ok(ServerState::Active),
-        ["INITIALIZING"] => Ok(ServerState::Initializing),
-        ["FAULT"] => Ok(ServerState::Fault),
-        [line] if line.starts_with("Unknown command") => {
+    match mps_protocol::server_state(pid, lines) {
+        Answer::Value(state) => Ok(state),
+        Answer::UnknownCommand => {
             Err("the daemon has no get_server_status (drivers before 550 do not)".to_owned())
         }
-        [line] if *line == format!("Server {pid} not found") => {
-            Err(format!("server {pid} was gone when its state was asked"))
-        }
-        other => Err(format!(
+        Answer::ServerNotFound => Err(format!("server {pid} was gone when its state was asked")),
+        _ => Err(format!(
             "get_server_status {pid} answered {}",
-            crate::text::repr(&other.join("\n"))
+            printed(lines)
         )),
     }
 }
@@ -214,48 +198,28 @@ pub(crate) fn server_state(pid: Pid, lines: &[&str]) -> Read<ServerState> {
 /// `Server <pid> not found` (the server exited between the list and the session), more than
 /// [`MAX_LISTED_CLIENTS`] PIDs, or any other word is not a list.
 pub(crate) fn client_pids(pid: Pid, lines: &[&str]) -> Read<Vec<Pid>> {
-    if let [line] = lines {
-        if *line == format!("Server {pid} not found") {
-            return Err(format!("server {pid} was gone when its clients were asked"));
-        }
-        if line.starts_with("Unknown command") {
-            return Err("the daemon has no get_client_list".to_owned());
-        }
+    match mps_protocol::client_pids(pid, lines) {
+        Answer::Value(pids) => Ok(pids),
+        Answer::ServerNotFound => Err(format!("server {pid} was gone when its clients were asked")),
+        Answer::UnknownCommand => Err("the daemon has no get_client_list".to_owned()),
+        Answer::TooMany => Err(format!(
+            "get_client_list {pid} listed more than {MAX_LISTED_CLIENTS} clients"
+        )),
+        Answer::Unexpected => Err(format!("get_client_list {pid} answered {}", printed(lines))),
     }
-    let mut pids = Vec::new();
-    for word in lines.iter().flat_map(|line| line.split_ascii_whitespace()) {
-        let client = Pid::parse(word).ok_or_else(|| {
-            format!(
-                "get_client_list {pid} answered {}",
-                crate::text::repr(&lines.join("\n"))
-            )
-        })?;
-        if pids.len() == MAX_LISTED_CLIENTS {
-            return Err(format!(
-                "get_client_list {pid} listed more than {MAX_LISTED_CLIENTS} clients"
-            ));
-        }
-        pids.push(client);
-    }
-    Ok(pids)
 }
 
 /// A server's active-thread percentage, from `lines` (one answer of
 /// `get_active_thread_percentage <pid>`: `%.1f`).
 pub(crate) fn server_percentage(pid: Pid, lines: &[&str]) -> Read<Percentage> {
-    match lines {
-        [line] if *line == format!("Server {pid} not found") => Err(format!(
+    match mps_protocol::server_percentage(pid, lines) {
+        Answer::Value(percentage) => Ok(percentage),
+        Answer::ServerNotFound => Err(format!(
             "server {pid} was gone when its active-thread percentage was asked"
         )),
-        [line] => Percentage::parse_daemon(line).ok_or_else(|| {
-            format!(
-                "get_active_thread_percentage {pid} answered {}",
-                crate::text::repr(line)
-            )
-        }),
-        other => Err(format!(
+        _ => Err(format!(
             "get_active_thread_percentage {pid} answered {}",
-            crate::text::repr(&other.join("\n"))
+            printed(lines)
         )),
     }
 }
@@ -267,24 +231,22 @@ pub(crate) fn server_pinned_limit(
     device: u32,
     lines: &[&str],
 ) -> Read<Option<(MemSize, String)>> {
-    match lines {
-        [line] if *line == format!("Server {pid} not found") => Err(format!(
+    match mps_protocol::server_pinned_limit(pid, lines) {
+        Answer::Value(size) => Ok(with_raw(size, lines)),
+        Answer::ServerNotFound => Err(format!(
             "server {pid} was gone when its pinned-memory limit was asked"
         )),
-        [] => Ok(None),
-        [line] => MemSize::parse_daemon(line)
-            .map(|size| Some((size, (*line).to_owned())))
-            .ok_or_else(|| {
-                format!(
-                    "get_device_pinned_mem_limit {pid} {device} answered {}",
-                    crate::text::repr(line)
-                )
-            }),
-        other => Err(format!(
+        _ => Err(format!(
             "get_device_pinned_mem_limit {pid} {device} answered {}",
-            crate::text::repr(&other.join("\n"))
+            printed(lines)
         )),
     }
+}
+
+/// A limit that was read, with the line it was read from (the evidence keeps the daemon's
+/// own text).
+fn with_raw(size: Option<MemSize>, lines: &[&str]) -> Option<(MemSize, String)> {
+    size.zip(lines.first().map(|line| (*line).to_owned()))
 }
 
 /// The client PIDs every listed server's `get_client_list` answer in the recorded settings
@@ -317,23 +279,15 @@ pub fn listed_client_pids(facts: &HostFacts) -> Vec<i64> {
 /// The limit `lines` (one answer of `get_default_device_pinned_mem_limit`) give: `None` when
 /// the daemon printed nothing (no limit set for that device identifier).
 pub(crate) fn pinned_limit(device: u32, lines: &[&str]) -> Read<Option<(MemSize, String)>> {
-    match lines {
-        [] => Ok(None),
-        [line] => MemSize::parse_daemon(line)
-            .map(|size| Some((size, (*line).to_owned())))
-            .ok_or_else(|| {
-                if line.starts_with("Unknown command") {
-                    "the daemon has no get_default_device_pinned_mem_limit (drivers before 535 do not)".to_owned()
-                } else {
-                    format!(
-                        "get_default_device_pinned_mem_limit {device} answered {}",
-                        crate::text::repr(line)
-                    )
-                }
-            }),
-        other => Err(format!(
+    match mps_protocol::default_pinned_limit(lines) {
+        Answer::Value(size) => Ok(with_raw(size, lines)),
+        Answer::UnknownCommand => Err(
+            "the daemon has no get_default_device_pinned_mem_limit (drivers before 535 do not)"
+                .to_owned(),
+        ),
+        _ => Err(format!(
             "get_default_device_pinned_mem_limit {device} answered {}",
-            crate::text::repr(&other.join("\n"))
+            printed(lines)
         )),
     }
 }

@@ -6,6 +6,7 @@ pub mod daemon_args;
 mod limits;
 mod os_text;
 mod record;
+mod reference;
 pub mod retry;
 mod session;
 
@@ -20,4 +21,5 @@ pub use commands::{
 pub use limits::{MemSize, Percentage, default_percentage};
 pub use os_text::OsText;
 pub use record::{Attempt, CapturedText, QueryOutcome, QueryRecord};
+pub use reference::{MODELS_QUERY_ARGS, REFERENCE_DAEMON_STDIN, REFERENCE_GPU_QUERY_ARGS};
 pub use session::{FIRST_SESSION_ORDINALS, asked_in, first_session, split_answers};

@@ -8,10 +8,9 @@ use crate::daemon::{
 };
 use crate::{CapturedText, PidFileFacts, QueryRecord, Vocabulary};
 
-/// The standard input of the reference module's daemon query, which its drop-in sends through
-/// a caller's `run_command` double: the server list alone, with no liveness line. PID lines
-/// prove a live daemon; an empty answer does not on its own (`status_with_pid_file`).
-pub const REFERENCE_DAEMON_STDIN: &str = "get_server_list\n";
+/// The reference's daemon query is mps-protocol's; an empty answer to it proves a live daemon
+/// only beside a live daemon pid file (`status_with_pid_file`).
+pub use mps_protocol::REFERENCE_DAEMON_STDIN;
 
 /// Why an empty answer to [`REFERENCE_DAEMON_STDIN`] proves no daemon.
 const REFERENCE_IDLE: &str = "nvidia-cuda-mps-control exited 0 and listed no MPS server for get_server_list (the reference's query, with no liveness line), which does not tell a live idle daemon from a front-end that reached none, and no pid file names a live control daemon";

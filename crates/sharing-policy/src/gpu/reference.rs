@@ -11,18 +11,12 @@ use crate::device::parse_cuda_index;
 use crate::text::repr;
 use crate::{EnvFacts, GPU_QUERY_PROGRAM, HostFacts, QueryRecord, Request};
 
-/// The reference module's GPU query (`nvidia-smi --query-gpu=index,uuid --format=csv,noheader`),
-/// which the reference's drop-in sends through a caller's `run_command` double: two columns,
-/// so the GPUs' models are unknown (index order is then trusted only under
+/// The reference's GPU query and the drop-in's models query are mps-protocol's; the reference's
+/// two columns leave the GPUs' models unknown (index order is then trusted only under
 /// `CUDA_DEVICE_ORDER=PCI_BUS_ID`, with one GPU, with the models of [`MODELS_QUERY_ARGS`], or
-/// for an index this process's CUDA runtime proves) and the compute mode is unverified, as for
-/// a v1 snapshot.
-pub const REFERENCE_GPU_QUERY_ARGS: [&str; 2] = ["--query-gpu=index,uuid", "--format=csv,noheader"];
-
-/// The drop-in's second GPU query, asked after [`REFERENCE_GPU_QUERY_ARGS`] only where its
-/// table leaves index order in doubt ([`needs_gpu_models`]): each GPU's model, beside its index
-/// and UUID so that the two answers are checked to be of the same GPUs.
-pub const MODELS_QUERY_ARGS: [&str; 2] = ["--query-gpu=index,uuid,name", "--format=csv,noheader"];
+/// for an index this process's CUDA runtime proves) and the compute mode unverified, as for a
+/// v1 snapshot.
+pub use mps_protocol::{MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS};
 
 /// The reference query's two-column rows as table rows, with the models `models` names for
 /// them. Without them (no models query, or one whose answer is not of these GPUs), each row

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::os::unix::net::UnixListener;
 use std::time::Duration;
 
-use crate::common::{capture_on, fake_program, short_tempdir};
+use crate::common::{capture_on, fake_program, shared_fake_daemon, short_tempdir};
 use mps_host::ProbeOptions;
 use sharing_policy::{
     COMPUTE_APPS_QUERY_ARGS, Code, EnvFacts, HostFacts, OsText, QueryOutcome, Request, validate,
@@ -43,18 +43,12 @@ fn probe(mode: &str, servers: &str, apps: &str, code: i32) -> (HostFacts, usize)
              echo 'Default, 550.163.01, Enabled, None, No, No, No, 1, {GPU_B}, NVIDIA H100 80GB HBM3, 00000000:2A:00.0'"
         ),
     );
-    fake_program(
-        &bin,
-        "nvidia-cuda-mps-control",
-        &format!(
-            "while read -r cmd arg; do\n\
-               case \"$cmd\" in\n\
-               get_default_active_thread_percentage) printf '100.0\\n' ;;\n\
-               get_server_list) printf '{servers}' ;;\n\
-               esac\n\
-             done"
-        ),
-    );
+    // `servers` is printf text: PIDs each followed by a `\\n` escape.
+    let listed: Vec<u32> = servers
+        .split("\\n")
+        .filter_map(|pid| pid.parse().ok())
+        .collect();
+    shared_fake_daemon(dir.path(), &listed);
     let pipe = dir.path().join("pipe");
     std::fs::create_dir(&pipe).unwrap();
     let _control = UnixListener::bind(pipe.join("control")).unwrap();

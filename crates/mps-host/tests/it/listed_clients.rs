@@ -17,7 +17,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::common::daemon::os_text;
-use crate::common::{fake_program, short_tempdir};
+use crate::common::{fake_program, shared_fake_daemon, short_tempdir};
 use mps_host::{ProbeOptions, ProcessRunner, capture_with};
 use sharing_policy::{Code, EnvFacts, HostFacts, Request, validate};
 
@@ -80,21 +80,15 @@ fn capture(server: u32, clients: &str, percentage: &str, pinned: &str) -> HostFa
             "printf 'Default, 550.163.01, Enabled, None, No, No, No, 0, {GPU_A}, NVIDIA H100 80GB HBM3, 00000000:18:00.0\\n'"
         ),
     );
-    fake_program(
-        &bin,
-        "nvidia-cuda-mps-control",
-        &format!(
-            "while read -r cmd arg; do case \"$cmd\" in \
-             get_default_active_thread_percentage) echo 100.0;; \
-             get_server_list) echo {server};; \
-             get_server_status) echo ACTIVE;; \
-             get_client_list) printf '{clients}';; \
-             get_active_thread_percentage) echo {percentage};; \
-             get_default_device_pinned_mem_limit) echo 10G;; \
-             get_device_pinned_mem_limit) echo {pinned};; \
-             *) echo \"Unknown command \\\"$cmd\\\"\";; esac; done"
-        ),
-    );
+    let state = shared_fake_daemon(dir.path(), &[server]);
+    for (file, text) in [
+        (format!("clients.{server}"), clients.replace("\\n", "\n")),
+        (format!("percentage.{server}"), format!("{percentage}\n")),
+        (format!("pinned.{server}"), format!("{pinned}\n")),
+        ("default-pinned".to_owned(), "10G\n".to_owned()),
+    ] {
+        std::fs::write(state.join(file), text).unwrap();
+    }
     let options = ProbeOptions {
         timeout: Duration::from_secs(20),
         search_path: Some(OsString::from(&bin)),

@@ -36,6 +36,26 @@ pub(crate) fn capture_on(
     mps_host::capture_with(env, &runner, options)
 }
 
+/// The fake control front-end every crate's tests share
+/// (`fixtures/fake-host/nvidia-cuda-mps-control`: a live 550 daemon answering each command it
+/// reads), installed as `<root>/bin/nvidia-cuda-mps-control`, listing `servers`. Returns its state
+/// directory, `<root>/daemon`, where a test writes what else it answers (`clients.<pid>`,
+/// `percentage.<pid>`, `pinned.<pid>`, `status.<pid>`, `default-pinned`).
+pub(crate) fn shared_fake_daemon(root: &Path, servers: &[u32]) -> PathBuf {
+    let state = root.join("daemon");
+    std::fs::create_dir_all(&state).unwrap();
+    let listed = servers
+        .iter()
+        .fold(String::new(), |all, pid| all + &pid.to_string() + "\n");
+    std::fs::write(state.join("servers"), listed).unwrap();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/fake-host/nvidia-cuda-mps-control");
+    let script = std::fs::read_to_string(shared).unwrap();
+    let body = script.strip_prefix("#!/bin/sh\n").unwrap();
+    fake_program(&root.join("bin"), "nvidia-cuda-mps-control", body);
+    state
+}
+
 /// Writes an executable `#!/bin/sh` script `name` into `dir`.
 pub(crate) fn fake_program(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);

@@ -163,8 +163,10 @@ pub struct HostFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<OsText>,
     /// v3: the settings session asked after a live daemon answered (see
-    /// [`crate::separated`]): each listed server's state and the default pinned-memory limit
-    /// of each GPU ordinal, between liveness lines.
+    /// [`crate::separated`]): each listed server's state, clients and limits, and the default
+    /// pinned-memory limit of each GPU ordinal the first session did not ask
+    /// ([`crate::first_session`]), between liveness lines; absent when nothing was left to ask
+    /// (an idle daemon on a host with at most eight GPUs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings_query: Option<QueryRecord>,
     /// The tail of the control daemon's log (`control.log`, and `server.log` when present),

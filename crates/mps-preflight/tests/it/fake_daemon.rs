@@ -1,10 +1,12 @@
-//! The one fake control daemon of the CLI tests: an `nvidia-cuda-mps-control` front-end on a
-//! [`FakeHost`] that answers each command it reads from files in a state directory, so a test
-//! changes what the daemon says (even while a command runs) by writing a file:
+//! The attest tests' handle on the shared fake control front-end
+//! (`fixtures/fake-host/nvidia-cuda-mps-control`, installed by [`FakeHost::daemon_answers`]): it
+//! answers each command it reads from files in `<host root>/daemon`, so a test changes what the
+//! daemon says (even while a command runs) by writing a file:
 //!
 //! - `servers`: the server list (none: an empty list);
-//! - `clients.<pid>`: a server's client list (none: `Server <pid> not found`);
-//! - `hang`: sleep instead of answering.
+//! - `clients.<pid>`: a server's client list (none: `Server <pid> not found` for a server not
+//!   listed, no clients for a listed one);
+//! - `hang`: the system's `sleep`, run instead of answering.
 //!
 //! Every command line it reads is logged to `log`, and each front-end's PID to `pids`.
 
@@ -19,24 +21,12 @@ pub(crate) struct FakeDaemon {
 }
 
 impl FakeDaemon {
-    /// Installs the front-end on `host`, answering from `<host root>/state`.
+    /// Installs the shared front-end on `host`, an idle daemon until a test lists servers.
     pub(crate) fn install(host: &mut FakeHost) -> Self {
-        let state = host.root().join("state");
-        fs::create_dir(&state).unwrap();
-        let (cat, sleep) = (system_program("cat"), system_program("sleep"));
-        let body = format!(
-            "S='{state}'\necho $$ >> \"$S/pids\"\n[ -f \"$S/hang\" ] && exec '{sleep}' 30\n\
-             while read -r cmd arg; do\n  echo \"$cmd $arg\" >> \"$S/log\"\n  case \"$cmd\" in\n\
-             get_default_active_thread_percentage) echo 100.0 ;;\n\
-             get_server_list) [ -f \"$S/servers\" ] && '{cat}' \"$S/servers\" ;;\n\
-             get_client_list) if [ -f \"$S/clients.$arg\" ]; then '{cat}' \"$S/clients.$arg\"; else echo \"Server $arg not found\"; fi ;;\n\
-             *) echo \"Unknown command \\\"$cmd\\\"\" ;;\n  esac\ndone\nexit 0",
-            state = state.display(),
-            cat = cat.display(),
-            sleep = sleep.display(),
-        );
-        host.script("nvidia-cuda-mps-control", &body);
-        Self { state }
+        host.daemon_answers("");
+        Self {
+            state: host.root().join("daemon"),
+        }
     }
 
     /// The state directory.
@@ -56,7 +46,7 @@ impl FakeDaemon {
 
     /// From now on every front-end hangs instead of answering.
     pub(crate) fn hang(&self) {
-        fs::write(self.state.join("hang"), "").unwrap();
+        std::os::unix::fs::symlink(system_program("sleep"), self.state.join("hang")).unwrap();
     }
 
     /// The command lines read so far (`None`: nothing was asked).

@@ -12,7 +12,8 @@ pub(crate) fn is_first_session(stdin: &str) -> bool {
 
 /// The answers of a recorded first session ([`mps_protocol::first_session`]), split; `None` for any
 /// other record (the two-command probe of older snapshots and of `attest`, the reference's
-/// query) or an answer that does not split.
+/// query), for an answer that is not an exit 0 with all of stdout in UTF-8 and nothing on
+/// stderr, and for one that does not split.
 pub(crate) fn session_answers(record: &QueryRecord) -> Option<Vec<(ReadOnlyCommand, Vec<&str>)>> {
     if !is_first_session(&record.stdin) {
         return None;
@@ -20,11 +21,15 @@ pub(crate) fn session_answers(record: &QueryRecord) -> Option<Vec<(ReadOnlyComma
     let QueryOutcome::Exited {
         code: Some(0),
         stdout,
+        stderr,
         ..
     } = &record.outcome
     else {
         return None;
     };
+    if unreadable(stdout, stderr).is_some() {
+        return None;
+    }
     let asked = mps_protocol::asked_in(&record.stdin)?;
     mps_protocol::split_answers(&asked, &stdout.text)
 }
@@ -55,4 +60,37 @@ pub(super) fn first_session_answer(
         server_pid.get_or_insert(pid);
     }
     DaemonStatus::Live { server_pid }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(stdout: &str, stderr: &str) -> QueryRecord {
+        QueryRecord {
+            program: crate::DAEMON_QUERY_PROGRAM.to_owned(),
+            args: vec![],
+            stdin: probe_stdin(&mps_protocol::first_session()),
+            env: std::collections::BTreeMap::new(),
+            env_removed: vec![],
+            timeout_ms: 5000,
+            elapsed_ms: 3,
+            outcome: QueryOutcome::exited(0, stdout, stderr),
+            earlier_attempts: vec![],
+        }
+    }
+
+    #[test]
+    fn only_a_clean_whole_answer_is_read() {
+        let asked = mps_protocol::FIRST_SESSION_ORDINALS as usize + 1;
+        let idle = "100.0\n".repeat(asked + 1);
+        assert!(session_answers(&record(&idle, "")).is_some());
+        // A message on stderr, or one liveness line short: nothing is read from it.
+        assert_eq!(session_answers(&record(&idle, "warning\n")), None);
+        assert_eq!(session_answers(&record(&"100.0\n".repeat(asked), "")), None);
+        // The two-command probe is not a first session.
+        let mut older = record("100.0\n", "");
+        older.stdin = probe_stdin(&crate::DAEMON_PROBE);
+        assert_eq!(session_answers(&older), None);
+    }
 }

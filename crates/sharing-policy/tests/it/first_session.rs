@@ -119,3 +119,31 @@ fn a_first_session_cut_short_or_out_of_shape_is_never_a_live_daemon() {
         );
     }
 }
+
+#[test]
+fn defaults_are_never_read_from_a_first_session_that_is_not_judged_live() {
+    let (_, good) = both("v3-pinned-limit-512m", "", "512M\n", "");
+    let strict = Request {
+        min_pinned_mem: sharing_policy::MemSize::parse_arg("1G"),
+        ..mps("cuda:0", Some("cuda:0"))
+    };
+    let codes = |facts: &HostFacts| -> Vec<Code> {
+        sharing_policy::explain(&strict, facts)
+            .iter()
+            .map(|finding| finding.code)
+            .collect()
+    };
+    assert!(codes(&good).contains(&Code::PinnedMemBelowRequirement));
+    let mut warned = good.clone();
+    let record = warned.daemon_query.as_mut().unwrap();
+    let QueryOutcome::Exited { stdout, .. } = &record.outcome else {
+        unreachable!()
+    };
+    record.outcome = QueryOutcome::exited(0, &stdout.text.clone(), "warning\n");
+    let found = codes(&warned);
+    assert!(
+        !found.contains(&Code::PinnedMemBelowRequirement),
+        "{found:?}"
+    );
+    assert!(!found.is_empty());
+}

@@ -3,7 +3,7 @@
 //! defaults against the request's stated minimums (active-thread percentage, pinned memory).
 
 use super::answers::{Answers, CAPTURE_AGAIN, answer, daemon_ordinal, settings};
-use super::{Context, Findings, Served, server_limits};
+use super::{Context, Findings, Served, daemon_rejection, server_limits};
 use crate::session::{self, ServerState};
 use crate::{Code, Finding, Pid, ReadOnlyCommand, served};
 use crate::{MemSize, Percentage};
@@ -130,23 +130,11 @@ fn fault(context: &Context<'_>, pid: Pid) -> Finding {
         "wait for its clients to exit so that the daemon starts a new server, or have the daemon's owner stop it (echo shutdown_server {pid} -f | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control); then retry",
         crate::shell_quote(&context.directory.to_string_lossy())
     );
-    Finding::new(
+    daemon_rejection(
+        context,
         Code::ServerFault,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot share GPU ",
-            &context.gpu.to_string(),
-            " through the control daemon at ",
-            &context.control_path(),
-            ": ",
-            &found,
-            ", which rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY. To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
         found,
+        ", which rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY",
         fix,
     )
 }

@@ -5,7 +5,7 @@
 //! user, a client of PID 0 and a server that failed to start are advisory warnings. A log that
 //! cannot be read is unverified, never a pass.
 
-use super::{Context, Findings, Served};
+use super::{Context, Findings, Served, daemon_rejection};
 use crate::daemon_log::{self, ENOENT, LogReading};
 use crate::{Code, Finding, Vocabulary};
 use crate::{DaemonLogFacts, LogFileFacts};
@@ -140,35 +140,6 @@ fn restart_fix(context: &Context<'_>, path: &str) -> String {
     )
 }
 
-fn rejection(
-    context: &Context<'_>,
-    code: Code,
-    found: String,
-    effect: &str,
-    fix: String,
-) -> Finding {
-    Finding::new(
-        code,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot share GPU ",
-            &context.gpu.to_string(),
-            " through the control daemon at ",
-            &context.control_path(),
-            ": ",
-            &found,
-            effect,
-            ". To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        found,
-        fix,
-    )
-}
-
 fn crash_loop(context: &Context<'_>, path: &str, reading: &LogReading) -> Finding {
     let last = reading.crashes.last().map_or("", String::as_str);
     let since = reading.last_ready.map_or_else(
@@ -179,7 +150,7 @@ fn crash_loop(context: &Context<'_>, path: &str, reading: &LogReading) -> Findin
         "its log {path} shows {} server crashes {since} (last: {last:?})",
         reading.crashes.len()
     );
-    rejection(
+    daemon_rejection(
         context,
         Code::ServerCrashLoop,
         found,
@@ -192,7 +163,7 @@ fn fatal_error(context: &Context<'_>, path: &str, line: &str) -> Finding {
     let found = format!(
         "its log {path} shows a server handling a fatal GPU error ({line:?}) and no server context created since"
     );
-    rejection(
+    daemon_rejection(
         context,
         Code::ServerFatalErrorLogged,
         found,

@@ -415,6 +415,37 @@ fn unverified_finding(
     Finding::new(code, context.words(), message, why, fix.to_owned())
 }
 
+/// A rejection about the daemon at this GPU's control path: "<MPS> cannot share GPU <gpu>
+/// through the control daemon at <path>: <found><effect>. To fix it, <fix>."
+fn daemon_rejection(
+    context: &Context<'_>,
+    code: Code,
+    found: String,
+    effect: &str,
+    fix: String,
+) -> Finding {
+    Finding::new(
+        code,
+        context.words(),
+        [
+            context.words().mps(),
+            " cannot share GPU ",
+            &context.gpu.to_string(),
+            " through the control daemon at ",
+            &context.control_path(),
+            ": ",
+            &found,
+            effect,
+            ". To fix it, ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        found,
+        fix,
+    )
+}
+
 fn inconsistent(words: Vocabulary, what: String) -> Finding {
     Finding::new(
         Code::InconsistentSnapshot,

@@ -17,8 +17,8 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::common::daemon::os_text;
-use crate::common::{fake_program, shared_fake_daemon, short_tempdir};
-use mps_host::{ProbeOptions, ProcessRunner, capture_with};
+use crate::common::{capture_on, fake_program, shared_fake_daemon, short_tempdir};
+use mps_host::ProbeOptions;
 use sharing_policy::{Code, EnvFacts, HostFacts, Request, validate};
 
 const GPU_A: &str = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
@@ -94,15 +94,11 @@ fn capture(server: u32, clients: &str, percentage: &str, pinned: &str) -> HostFa
         search_path: Some(OsString::from(&bin)),
         ..ProbeOptions::default()
     };
-    let runner = ProcessRunner {
-        search_path: options.search_path.clone(),
-        ..ProcessRunner::default()
-    };
     let env = EnvFacts {
         cuda_mps_pipe_directory: Some(os_text(&pipe)),
         ..EnvFacts::default()
     };
-    capture_with(env, &runner, &options)
+    capture_on(env, &options)
 }
 
 fn request() -> Request {

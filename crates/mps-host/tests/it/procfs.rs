@@ -7,10 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common::daemon::os_text;
-use crate::common::{fake_lock, fake_program, short_tempdir};
-use mps_host::{
-    ProbeOptions, ProcessRunner, capture_with, find_daemon, observe_daemon_lock, observe_process,
-};
+use crate::common::{capture_on, fake_lock, fake_program, short_tempdir};
+use mps_host::{ProbeOptions, find_daemon, observe_daemon_lock, observe_process};
 use sharing_policy::{
     CapturedText, Code, DaemonLockFacts, DaemonSearchMethod, EnvFacts, OsText, PidFileFacts,
     Request, validate,
@@ -297,15 +295,11 @@ fn served_capture_in_state(
         proc_root: proc,
         ..ProbeOptions::default()
     };
-    let runner = ProcessRunner {
-        search_path: options.search_path.clone(),
-        ..ProcessRunner::default()
-    };
     let env = EnvFacts {
         cuda_mps_pipe_directory: Some(os_text(&pipe)),
         ..EnvFacts::default()
     };
-    capture_with(env, &runner, &options)
+    capture_on(env, &options)
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //!   The check reads the text, so it sees `use mps_host::…`, `mps_host::` paths and
 //!   `extern crate mps_host`; a re-export through another module of the crate is not seen, and
 //!   is for review to catch;
-//! - no Rust source and no Markdown file but `CHANGELOG.md` mentions an issue by its number
+//! - no Rust or Python source and no Markdown file but `CHANGELOG.md` mentions an issue by its number
 //!   (the word `issue` or `issues` in any case, then blanks, an optional `#` and a digit): a
 //!   reader has no tracker to look it up in, so a comment says what the code does and why.
 //!   The changelog may keep the numbers. The check reads one line at a time, so a number
@@ -100,7 +100,7 @@ fn relative_text(root: &Path, path: &Path) -> String {
         .into_owned()
 }
 
-/// The `.rs` and `.md` files under `dir` (but [`ISSUE_LOG`]), skipping hidden directories and
+/// The `.rs`, `.py` and `.md` files under `dir` (but [`ISSUE_LOG`]), skipping hidden directories and
 /// [`SKIPPED_DIRS`].
 fn walk(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), String> {
     if depth > MAX_DEPTH {
@@ -121,7 +121,9 @@ fn walk(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), String
                 walk(&path, depth + 1, files)?;
             }
         } else if kind.is_file()
-            && (name.ends_with(".rs") || name.ends_with(".md"))
+            && [".rs", ".py", ".md"]
+                .iter()
+                .any(|extension| name.ends_with(extension))
             && name != ISSUE_LOG
         {
             files.push(path);
@@ -308,6 +310,12 @@ mod tests {
             files
                 .iter()
                 .any(|f| f.ends_with("crates/mps-preflight/src/brief.rs"))
+        );
+        assert!(
+            files
+                .iter()
+                .any(|f| f.ends_with("crates/mps-preflight-py/tests/conftest.py")),
+            "the Python sources are walked too"
         );
         assert!(!files.iter().any(|f| f.starts_with(root.join("target"))));
     }

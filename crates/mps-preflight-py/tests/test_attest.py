@@ -94,7 +94,7 @@ def test_not_attached_is_rejected_with_a_code(host: FakeHost, processes: list) -
 
 @pytest.mark.parametrize("bad", [0, -1, True, 2**31, 2**70, "12", 1.0, None])
 def test_pids_are_positive_integers(bad: object) -> None:
-    # Checked in Rust (issue 32 part 2), named as Python passes them.
+    # Checked in Rust (the shared front end), named as Python passes them.
     with pytest.raises(ValueError, match=r"^learner_pid must be a positive integer PID, got "):
         mps_preflight.attest(bad, 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^collector_pid must be a positive integer PID, got "):
@@ -108,7 +108,7 @@ def test_a_negative_wait_is_a_value_error(bad: float) -> None:
 
 
 def test_the_codes_come_from_the_verdict_natively(host: FakeHost, processes: list) -> None:
-    """Issue 32 part 2: `attest()` calls the library, not the command line: the code is the
+    """`attest()` calls the library, not the command line: the code is the
     Rust attestation's first, and the message has each process's line, code first."""
     learner, collector, _ = processes
     collector.kill()

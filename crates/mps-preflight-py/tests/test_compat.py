@@ -299,7 +299,7 @@ def test_resolve_mps_visibility_entries_through_a_run_command(host: FakeHost) ->
 
 
 def test_the_torch_indices_asked_are_the_validator_s_reading_of_the_devices() -> None:
-    """Issue 32 part 2: which CUDA index a device names is Rust's reading, never Python's
+    """Which CUDA index a device names is Rust's reading, never Python's
     again (`str.isdigit` took `cuda:٣` for index 3; the validator refuses it)."""
     assert compat._cuda_index(" CUDA:3 ") == 3
     assert compat._cuda_index("cuda") == 0

@@ -85,7 +85,7 @@ def test_doctor_lists_what_the_cli_lists(host: FakeHost) -> None:
 def test_doctor_returns_the_verdict_s_warnings_as_the_cli_reports_them(
     name: str, host: FakeHost
 ) -> None:
-    """Issue 32 part 2: doctor() returns the warnings (unverified prerequisites and advisories)
+    """doctor() returns the warnings (unverified prerequisites and advisories)
     and the evidence of its one verdict, as `doctor --format json` reports them."""
     fixture = FIXTURES / name
     diagnosis = mps_preflight.doctor(**MPS, snapshot=fixture)
@@ -178,7 +178,7 @@ def test_visibility_rewrites_indices_as_the_cli_does(host: FakeHost) -> None:
 
 
 def test_visibility_codes_come_through_natively(host: FakeHost) -> None:
-    """Issue 32 part 2: no command line in between; the code is the Rust refusal's."""
+    """No command line in between; the code is the Rust refusal's."""
     with pytest.raises(mps_preflight.Rejected) as caught:
         mps_preflight.visibility("")
     assert caught.value.code == "visibility-unresolved"
@@ -466,7 +466,7 @@ def test_require_verified_makes_what_is_unverified_a_rejection() -> None:
 def test_a_compute_process_holding_the_exclusive_gpu_is_rejected_as_the_cli_does(
     host: FakeHost,
 ) -> None:
-    """Issue 30: a compute process on an ``Exclusive_Process`` GPU with no MPS server yet is
+    """A compute process on an ``Exclusive_Process`` GPU with no MPS server yet is
     ``gpu-held-by-compute-process``, worded as the CLI words it; the evidence carries the two
     new keys."""
     held = FIXTURES / "v4-exclusive-gpu-held-by-compute-process.json"

@@ -25,18 +25,13 @@ impl Answers<'_> {
 }
 
 pub(super) fn settings<'a>(context: &Context<'a>) -> Answers<'a> {
-    // Only the answers of a daemon query judged live: this probe's, to this pipe directory,
-    // retried only after transient outcomes.
+    // A `Context` exists only once the liveness check judged the daemon query live (this
+    // probe's, to this pipe directory, retried only after transient outcomes), so its answers
+    // are read without judging it again.
     let first = context
         .facts
         .daemon_query
         .as_ref()
-        .filter(|record| {
-            matches!(
-                crate::daemon::status(Some(record), context.directory.as_bytes()),
-                crate::daemon::DaemonStatus::Live { .. }
-            )
-        })
         .and_then(crate::daemon::session_answers)
         .unwrap_or_default();
     let settings = match context.facts.settings_query.as_ref() {

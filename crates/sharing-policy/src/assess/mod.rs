@@ -415,8 +415,9 @@ fn unverified_finding(
     Finding::new(code, context.words(), message, why, fix.to_owned())
 }
 
-/// A rejection about the daemon at this GPU's control path: "<MPS> cannot share GPU <gpu>
-/// through the control daemon at <path>: <found><effect>. To fix it, <fix>."
+/// A rejection about the daemon at this GPU's control path: "`MPS` cannot share GPU `gpu`
+/// through the control daemon at `path`: `found``effect`. To fix it, `fix`.", each name
+/// standing for its text.
 fn daemon_rejection(
     context: &Context<'_>,
     code: Code,

@@ -1,7 +1,8 @@
 //! `attest`'s observation: after the learner and the collector started, the server
 //! list, each server's client list and owner, and both processes' `/proc` entries, asked again
-//! with a bounded backoff while the policy says waiting may help. Raw: whether the processes
-//! are attached is `sharing_policy::attest`'s decision.
+//! with a bounded backoff while the caller's `keep_waiting` says waiting may help. Raw: whether
+//! the processes are attached is the caller's decision (`sharing_policy::attest`); this module
+//! only observes, and asks the caller after each round whether to observe again.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -67,23 +68,34 @@ impl AttestOptions {
     }
 }
 
-/// Observes through a [`ProcessRunner`] built from `options`, and records the host name.
-pub fn observe_attest(options: &AttestOptions) -> AttestFacts {
+/// Observes through a [`ProcessRunner`] built from `options`, and records the host name;
+/// rounds go on while `keep_waiting` says so (see [`observe_attest_with`]).
+pub fn observe_attest(options: &AttestOptions, keep_waiting: KeepWaiting<'_>) -> AttestFacts {
     let runner = ProcessRunner {
         stdout_cap: options.output_cap,
         stderr_cap: options.output_cap,
         search_path: options.search_path.clone(),
     };
-    let mut facts = observe_attest_with(&runner, options);
+    let mut facts = observe_attest_with(&runner, options, keep_waiting);
     facts.host_name = Some(read_host_name());
     facts
 }
 
-/// Observes in rounds through `runner`: a round, then, while `sharing_policy`'s verdict is
-/// [`worth_waiting`](sharing_policy::Attestation::worth_waiting) and `options.wait` has not
-/// passed, a pause (50 ms, doubling up to 1 s, cut to what is left of the wait) and another
-/// round. The snapshot is the last round's, with the count of rounds.
-pub fn observe_attest_with(runner: &dyn Runner, options: &AttestOptions) -> AttestFacts {
+/// The caller's answer, after a round, to "is another round worth waiting for?": `true` to
+/// observe again (after a pause, while the wait lasts). Front ends pass the policy's
+/// judgement (`|facts| sharing_policy::attest(facts).worth_waiting()`); this crate never
+/// judges what it observed.
+pub type KeepWaiting<'a> = &'a dyn Fn(&AttestFacts) -> bool;
+
+/// Observes in rounds through `runner`: a round, then, while `keep_waiting` says so of that
+/// round's snapshot and `options.wait` has not passed, a pause (50 ms, doubling up to 1 s, cut
+/// to what is left of the wait) and another round. The snapshot is the last round's, with the
+/// count of rounds.
+pub fn observe_attest_with(
+    runner: &dyn Runner,
+    options: &AttestOptions,
+    keep_waiting: KeepWaiting<'_>,
+) -> AttestFacts {
     let started = Instant::now();
     let wait_until = started + options.wait;
     let end = wait_until + options.timeout;
@@ -104,7 +116,7 @@ pub fn observe_attest_with(runner: &dyn Runner, options: &AttestOptions) -> Atte
         facts.rounds = rounds;
         facts.elapsed_ms = millis(started.elapsed());
         let now = Instant::now();
-        if now >= wait_until || !sharing_policy::attest(&facts).worth_waiting() {
+        if now >= wait_until || !keep_waiting(&facts) {
             return facts;
         }
         std::thread::sleep(backoff.min(wait_until - now));

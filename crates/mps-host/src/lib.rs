@@ -13,7 +13,9 @@ mod retried;
 mod runner;
 mod shm;
 
-pub use attest::{AttestOptions, FIRST_BACKOFF, MAX_BACKOFF, observe_attest, observe_attest_with};
+pub use attest::{
+    AttestOptions, FIRST_BACKOFF, KeepWaiting, MAX_BACKOFF, observe_attest, observe_attest_with,
+};
 pub use capture::{
     DEFAULT_SCAN_LIMIT, MAX_CONNECTIONS_VAR, PIPE_DIRECTORY_VAR, PROTOCOL_VERSION_VAR,
     ProbeOptions, capture, capture_with, daemon_query, gpu_query, read_env, read_host_name,

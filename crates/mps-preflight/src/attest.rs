@@ -221,7 +221,7 @@ pub(crate) fn for_doctor(
         ..AttestOptions::new(learner, collector, pipe_directory)
     };
     Some(front::judge_attest(
-        &mps_host::observe_attest(&options),
+        &mps_host::observe_attest(&options, &front::worth_waiting),
         Wording::Cli,
     ))
 }

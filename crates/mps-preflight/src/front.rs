@@ -37,7 +37,9 @@ use sharing_policy::{Evidence, Finding, HostFacts, MemSize, Percentage, Request,
 mod attest;
 mod visibility;
 
-pub use attest::{AttestSpec, attest, attest_words, judge_attest, observe_attest, pid, wait};
+pub use attest::{
+    AttestSpec, attest, attest_words, judge_attest, observe_attest, pid, wait, worth_waiting,
+};
 pub(crate) use attest::{pipe_directory, record, two_processes};
 pub use visibility::{VISIBILITY_CODE, Visible, visibility};
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{fake_lock, fake_program, runner_in, short_tempdir};
+use crate::common::{fake_lock, fake_program, runner_in, short_tempdir, worth_waiting};
 use mps_host::{AttestOptions, observe_attest_with};
 use sharing_policy::{AttestCode, LikelyCause, OsText, Pid, attest};
 
@@ -56,9 +56,44 @@ fn observe(root: &Path, bin: &Path) -> sharing_policy::Attestation {
             OsText::from(PIPE),
         )
     };
-    let facts = observe_attest_with(&runner_in(bin), &options);
+    let facts = observe_attest_with(&runner_in(bin), &options, &worth_waiting);
     assert_eq!(facts.rounds, 1);
     attest(&facts)
+}
+
+/// The rounds go on exactly while the caller's `keep_waiting` says so: the host layer observes
+/// and never judges. The learner is not yet a client, so a round alone settles nothing.
+#[test]
+fn the_caller_decides_whether_another_round_is_observed() {
+    let (proc_root, bin) = (short_tempdir("mpsr"), short_tempdir("mpsb"));
+    fake_client(proc_root.path(), 101, 1000, "S (sleeping)", Some(OUR_ENV));
+    fake_client(proc_root.path(), 102, 1000, "S (sleeping)", Some(OUR_ENV));
+    fake_client(proc_root.path(), 900, 1000, "S (sleeping)", None);
+    fake_daemon(bin.path(), "900\\n", "102\\n");
+    let options = AttestOptions {
+        proc_root: proc_root.path().to_owned(),
+        wait: Duration::from_secs(30),
+        ..AttestOptions::new(
+            Pid::new(101).unwrap(),
+            Pid::new(102).unwrap(),
+            OsText::from(PIPE),
+        )
+    };
+    let asked = std::cell::Cell::new(0_u32);
+    let three_rounds = |_: &sharing_policy::AttestFacts| {
+        asked.set(asked.get() + 1);
+        asked.get() < 3
+    };
+
+    let facts = observe_attest_with(&runner_in(bin.path()), &options, &three_rounds);
+
+    assert_eq!((facts.rounds, asked.get()), (3, 3));
+    let never = |_: &sharing_policy::AttestFacts| false;
+    let facts = observe_attest_with(&runner_in(bin.path()), &options, &never);
+    assert_eq!(
+        facts.rounds, 1,
+        "a 30 s wait, but the caller wanted no second round"
+    );
 }
 
 const OUR_ENV: &[&str] = &[
@@ -229,7 +264,7 @@ fn pid_namespaces_are_recorded_and_decide_the_match() {
                 OsText::from(PIPE),
             )
         };
-        let facts = observe_attest_with(&runner_in(bin.path()), &options);
+        let facts = observe_attest_with(&runner_in(bin.path()), &options, &worth_waiting);
         assert_eq!(facts.observer_pid_namespace.as_deref(), Some(observer));
         assert_eq!(facts.learner.pid_namespace.as_deref(), Some(POD));
         assert_eq!(facts.learner.nspid.as_deref(), Some("101\t6"));

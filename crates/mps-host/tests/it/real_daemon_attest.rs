@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common::daemon::{Daemon, binary_or_skip, os_text, package_version};
+use crate::common::worth_waiting;
 use mps_host::{AttestOptions, Runner, daemon_query, observe_attest};
 use sharing_policy::{
     AttestCode, LikelyCause, Pid, QueryOutcome, ReadOnlyCommand, attest, client_query,
@@ -44,7 +45,7 @@ fn two_live_processes_without_a_server_are_not_attested() {
         ..AttestOptions::new(pid(&learner), pid(&collector), os_text(&daemon.pipe_dir))
     };
 
-    let facts = observe_attest(&options);
+    let facts = observe_attest(&options, &worth_waiting);
     let attestation = attest(&facts);
 
     assert!(!attestation.attested);

@@ -119,7 +119,13 @@ pub fn observe_attest(spec: &AttestSpec, wording: Wording) -> Result<AttestFacts
         wait: spec.wait,
         ..AttestOptions::new(spec.learner, spec.collector, pipe_directory)
     };
-    Ok(mps_host::observe_attest(&options))
+    Ok(mps_host::observe_attest(&options, &worth_waiting))
+}
+
+/// Whether another round of observation may change the verdict on `facts`: the policy's
+/// judgement, which the front end hands to `mps_host`'s rounds (the host layer never judges).
+pub fn worth_waiting(facts: &AttestFacts) -> bool {
+    sharing_policy::attest(facts).worth_waiting()
 }
 
 /// Judges what was observed, in the caller's words (`sharing_policy::attest_worded`).

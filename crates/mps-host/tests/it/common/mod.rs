@@ -195,3 +195,8 @@ pub(crate) fn fake_lock(proc_root: &Path, pipe: &Path, holder: i64) {
     );
     std::fs::write(proc_root.join("locks"), line).unwrap();
 }
+
+/// The front ends' `keep_waiting` for attest's rounds: the policy's judgement of a round.
+pub(crate) fn worth_waiting(facts: &sharing_policy::AttestFacts) -> bool {
+    sharing_policy::attest(facts).worth_waiting()
+}

@@ -9,6 +9,9 @@
 //!   The check reads the text, so it sees `use mps_host::…`, `mps_host::` paths and
 //!   `extern crate mps_host`; a re-export through another module of the crate is not seen, and
 //!   is for review to catch;
+//! - mps-host ([`JUDGE_FREE_MODULES`]) never calls the judge (`sharing_policy::attest`,
+//!   `validate`, `explain`, `judge`): it records what it saw, and a decision that steers what
+//!   it observes next is handed in by the caller;
 //! - no Rust or Python source and no Markdown file but `CHANGELOG.md` mentions an issue by its number
 //!   (the word `issue` or `issues` in any case, then blanks, an optional `#` and a digit): a
 //!   reader has no tracker to look it up in, so a comment says what the code does and why.
@@ -43,6 +46,24 @@ const RENDER_MODULES: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Why a render module may not name what it names.
+const RENDER_RULE: &str = "a render module names `{name}`; render the decision (sharing_policy's verdict), not what mps-host observed";
+
+/// The modules that observe and must never judge, and the judge's entry points they may not call.
+const JUDGE_FREE_MODULES: &[(&str, &[&str])] = &[(
+    "crates/mps-host/src",
+    &[
+        "sharing_policy::attest",
+        "sharing_policy::attest_worded",
+        "sharing_policy::validate",
+        "sharing_policy::explain",
+        "sharing_policy::judge",
+    ],
+)];
+
+/// Why mps-host may not call the judge.
+const JUDGE_FREE_RULE: &str = "mps-host calls `{name}`; it records what it saw, and a decision that steers the next observation is handed in by its caller";
+
 /// Directories never walked: build output, VCS and tool state.
 const SKIPPED_DIRS: &[&str] = &["target", "node_modules", "corpus", "artifacts"];
 
@@ -66,25 +87,45 @@ pub(crate) fn violations(root: &Path) -> Result<Vec<String>, String> {
             found.extend(size_violation(&relative, &text));
         }
     }
-    for (module, forbidden) in RENDER_MODULES {
-        let path = root.join(module);
-        let module_files: Vec<&PathBuf> = files
-            .iter()
-            .filter(|f| f.starts_with(&path) && f.extension().is_some_and(|ext| ext == "rs"))
-            .collect();
-        if module_files.is_empty() {
-            found.push(format!(
-                "render module `{module}` is gone; update RENDER_MODULES in xtask/src/sources.rs"
-            ));
+    for (rules, why) in [
+        (RENDER_MODULES, RENDER_RULE),
+        (JUDGE_FREE_MODULES, JUDGE_FREE_RULE),
+    ] {
+        for (module, forbidden) in rules {
+            found.extend(module_violations(root, &files, module, forbidden, why)?);
         }
-        for file in module_files {
-            let text = read(file)?;
-            found.extend(import_violations(
-                &relative_text(root, file),
-                &text,
-                forbidden,
-            ));
-        }
+    }
+    Ok(found)
+}
+
+/// Each line of the Rust files under `module` that names one of `forbidden`; a module that is
+/// gone is a violation too, so a rule never silently checks nothing.
+fn module_violations(
+    root: &Path,
+    files: &[PathBuf],
+    module: &str,
+    forbidden: &[&str],
+    why: &str,
+) -> Result<Vec<String>, String> {
+    let path = root.join(module);
+    let module_files: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| f.starts_with(&path) && f.extension().is_some_and(|ext| ext == "rs"))
+        .collect();
+    if module_files.is_empty() {
+        return Ok(vec![format!(
+            "module `{module}` is gone; update the rules in xtask/src/sources.rs"
+        )]);
+    }
+    let mut found = Vec::new();
+    for file in module_files {
+        let text = read(file)?;
+        found.extend(import_violations(
+            &relative_text(root, file),
+            &text,
+            forbidden,
+            why,
+        ));
     }
     Ok(found)
 }
@@ -171,17 +212,18 @@ fn names_issue_number(line: &str) -> bool {
     })
 }
 
-/// Each line of `text` (comments aside) that names one of `forbidden` as a whole identifier.
-fn import_violations(path: &str, text: &str, forbidden: &[&str]) -> Vec<String> {
+/// Each line of `text` (comments aside) that names one of `forbidden` as a whole identifier,
+/// said with `why` (its `{name}` is the name found).
+fn import_violations(path: &str, text: &str, forbidden: &[&str], why: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let code = line.split_once("//").map_or(line, |(code, _)| code);
         for name in forbidden {
             if names(code, name) {
                 found.push(format!(
-                    "{path}:{}: a render module names `{name}`; render the decision \
-                     (sharing_policy's verdict), not what mps-host observed",
-                    number + 1
+                    "{path}:{}: {}",
+                    number + 1,
+                    why.replace("{name}", name)
                 ));
             }
         }
@@ -215,7 +257,7 @@ mod tests {
             "use {sharing_policy::Evidence, mps_host::Options};",
         ] {
             assert_eq!(
-                import_violations("brief.rs", code, forbidden).len(),
+                import_violations("brief.rs", code, forbidden, RENDER_RULE).len(),
                 1,
                 "{code}"
             );
@@ -228,19 +270,51 @@ mod tests {
             "use crate::mps_hostile;",
         ] {
             assert_eq!(
-                import_violations("brief.rs", code, forbidden),
+                import_violations("brief.rs", code, forbidden, RENDER_RULE),
                 Vec::<String>::new(),
                 "{code}"
             );
         }
         let text = "//! Renders.\n\nuse sharing_policy::Evidence;\nuse mps_host::Options;\n";
-        let found = import_violations("crates/mps-preflight/src/prom.rs", text, forbidden);
+        let found = import_violations(
+            "crates/mps-preflight/src/prom.rs",
+            text,
+            forbidden,
+            RENDER_RULE,
+        );
         assert_eq!(found.len(), 1);
         assert!(
             found[0].starts_with("crates/mps-preflight/src/prom.rs:4: "),
             "{}",
             found[0]
         );
+    }
+
+    #[test]
+    fn mps_host_may_not_call_the_judge() {
+        let forbidden = JUDGE_FREE_MODULES[0].1;
+        let text = "fn f() {\n    if !sharing_policy::attest(&facts).worth_waiting() {}\n}\n";
+        let found = import_violations(
+            "crates/mps-host/src/attest.rs",
+            text,
+            forbidden,
+            JUDGE_FREE_RULE,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with(
+            "crates/mps-host/src/attest.rs:2: mps-host calls `sharing_policy::attest`"
+        ));
+        for code in [
+            "let commands = sharing_policy::attest_settings_commands(&facts);",
+            "use sharing_policy::{AttestFacts, ATTEST_SCHEMA};",
+            "// sharing_policy::attest(facts) decides",
+        ] {
+            assert_eq!(
+                import_violations("attest.rs", code, forbidden, JUDGE_FREE_RULE),
+                Vec::<String>::new(),
+                "{code}"
+            );
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub enum Answer<T> {
     ServerNotFound,
     /// `Unknown command "…"`: this daemon has no such command.
     UnknownCommand,
-    /// More client PIDs than [`MAX_LISTED_CLIENTS`].
+    /// More client PIDs than [`MAX_LISTED_CLIENTS`] ([`client_pids`]).
     TooMany,
     /// Anything else: not this command's answer.
     Unexpected,
@@ -78,8 +78,54 @@ pub fn server_state(pid: Pid, lines: &[&str]) -> Answer<ServerState> {
     }
 }
 
-/// `get_client_list <pid>`'s answer: PIDs separated by whitespace or newlines, none when the
-/// server has no client.
+/// One entry of a `get_client_list` answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListedClient {
+    /// A client PID, in the daemon's PID namespace.
+    Pid(Pid),
+    /// `0`: a client the daemon cannot see. A daemon that cannot see a client's PID namespace
+    /// logs it as PID 0 (`NEW CLIENT 0 from user …`); whether `get_client_list` then prints `0`
+    /// is not established, so the word is read, and each reader decides what it means.
+    Unseen,
+}
+
+/// `get_client_list <pid>`'s answer, word by word: PIDs (and `0`, [`ListedClient::Unseen`])
+/// separated by whitespace or newlines, none when the server has no client. The one parser of
+/// this answer: the probe's settings session reads it through [`client_pids`], attest through
+/// sharing-policy's `parse_client_list`.
+///
+/// ```
+/// use mps_protocol::{Answer, ListedClient, Pid, client_list};
+///
+/// let pid = Pid::new(4428).unwrap();
+/// let client = |n| ListedClient::Pid(Pid::new(n).unwrap());
+/// assert_eq!(client_list(pid, &["0", "4281"]), Answer::Value(vec![ListedClient::Unseen, client(4281)]));
+/// assert_eq!(client_list(pid, &[]), Answer::Value(vec![]));
+/// assert_eq!(client_list(pid, &["Server 4428 not found"]), Answer::ServerNotFound);
+/// assert_eq!(client_list(pid, &["4267", "00"]), Answer::Unexpected);
+/// ```
+pub fn client_list(pid: Pid, lines: &[&str]) -> Answer<Vec<ListedClient>> {
+    if let [line] = lines {
+        if not_found(pid, line) {
+            return Answer::ServerNotFound;
+        }
+        if line.starts_with("Unknown command") {
+            return Answer::UnknownCommand;
+        }
+    }
+    let words = lines.iter().flat_map(|line| line.split_ascii_whitespace());
+    let listed: Option<Vec<ListedClient>> = words
+        .map(|word| match word {
+            "0" => Some(ListedClient::Unseen),
+            _ => Pid::parse(word).map(ListedClient::Pid),
+        })
+        .collect();
+    listed.map_or(Answer::Unexpected, Answer::Value)
+}
+
+/// [`client_list`] as the probe's settings session reads it: real PIDs only (a `0` is not an
+/// answer the probe can check in `/proc`, so the answer is [`Answer::Unexpected`]), at most
+/// [`MAX_LISTED_CLIENTS`] of them ([`Answer::TooMany`] beyond).
 ///
 /// ```
 /// use mps_protocol::{Answer, Pid, client_pids};
@@ -92,27 +138,28 @@ pub fn server_state(pid: Pid, lines: &[&str]) -> Answer<ServerState> {
 /// assert_eq!(listed(&["4267 4281"]), Some(vec![4267, 4281]));
 /// assert_eq!(listed(&[]), Some(vec![]));
 /// assert_eq!(client_pids(pid, &["4267", "x"]), Answer::Unexpected);
+/// assert_eq!(client_pids(pid, &["0 4281"]), Answer::Unexpected);
 /// ```
 pub fn client_pids(pid: Pid, lines: &[&str]) -> Answer<Vec<Pid>> {
-    if let [line] = lines {
-        if not_found(pid, line) {
-            return Answer::ServerNotFound;
-        }
-        if line.starts_with("Unknown command") {
-            return Answer::UnknownCommand;
-        }
+    let listed = match client_list(pid, lines) {
+        Answer::Value(listed) => listed,
+        Answer::ServerNotFound => return Answer::ServerNotFound,
+        Answer::UnknownCommand => return Answer::UnknownCommand,
+        Answer::TooMany => return Answer::TooMany,
+        Answer::Unexpected => return Answer::Unexpected,
+    };
+    let pids: Option<Vec<Pid>> = listed
+        .into_iter()
+        .map(|client| match client {
+            ListedClient::Pid(pid) => Some(pid),
+            ListedClient::Unseen => None,
+        })
+        .collect();
+    match pids {
+        None => Answer::Unexpected,
+        Some(pids) if pids.len() > MAX_LISTED_CLIENTS => Answer::TooMany,
+        Some(pids) => Answer::Value(pids),
     }
-    let mut pids = Vec::new();
-    for word in lines.iter().flat_map(|line| line.split_ascii_whitespace()) {
-        let Some(client) = Pid::parse(word) else {
-            return Answer::Unexpected;
-        };
-        if pids.len() == MAX_LISTED_CLIENTS {
-            return Answer::TooMany;
-        }
-        pids.push(client);
-    }
-    Answer::Value(pids)
 }
 
 /// `get_active_thread_percentage <pid>`'s answer (`%.1f`).
@@ -175,6 +222,7 @@ mod tests {
             proptest::prop_assert_eq!(server_percentage(pid, &[&line]) == Answer::ServerNotFound, !found);
             proptest::prop_assert_eq!(server_pinned_limit(pid, &[&line]) == Answer::ServerNotFound, !found);
             proptest::prop_assert_eq!(client_pids(pid, &[&line]) == Answer::ServerNotFound, !found);
+            proptest::prop_assert_eq!(client_list(pid, &[&line]) == Answer::ServerNotFound, !found);
         }
 
         #[test]
@@ -183,6 +231,20 @@ mod tests {
             let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
             let _ = (server_state(pid, &lines), client_pids(pid, &lines), server_percentage(pid, &lines));
             let _ = (server_pinned_limit(pid, &lines), default_pinned_limit(&lines));
+        }
+
+        /// Whatever the words, the probe's reading is the one parser's, less `0` and the cap.
+        #[test]
+        fn client_pids_is_client_list_without_unseen_clients(words in proptest::collection::vec("0|[1-9][0-9]{0,3}|x", 0..80)) {
+            let pid = Pid::new(4428).unwrap();
+            let line = words.join(" ");
+            let (list, pids) = (client_list(pid, &[&line]), client_pids(pid, &[&line]));
+            match list {
+                Answer::Value(listed) if listed.contains(&ListedClient::Unseen) => proptest::prop_assert_eq!(pids, Answer::Unexpected),
+                Answer::Value(listed) if listed.len() > MAX_LISTED_CLIENTS => proptest::prop_assert_eq!(pids, Answer::TooMany),
+                Answer::Value(listed) => proptest::prop_assert_eq!(pids, Answer::Value(listed.into_iter().filter_map(|c| match c { ListedClient::Pid(p) => Some(p), ListedClient::Unseen => None }).collect())),
+                _ => proptest::prop_assert_eq!(pids, Answer::Unexpected),
+            }
         }
     }
 

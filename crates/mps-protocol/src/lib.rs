@@ -11,8 +11,8 @@ pub mod retry;
 mod session;
 
 pub use answers::{
-    Answer, MAX_LISTED_CLIENTS, ServerState, client_pids, default_pinned_limit, server_percentage,
-    server_pinned_limit, server_state,
+    Answer, ListedClient, MAX_LISTED_CLIENTS, ServerState, client_list, client_pids,
+    default_pinned_limit, server_percentage, server_pinned_limit, server_state,
 };
 pub use commands::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, Pid, ReadOnlyCommand, client_query,

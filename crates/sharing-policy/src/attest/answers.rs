@@ -9,6 +9,7 @@ use crate::{
     CapturedText, DAEMON_QUERY_PROGRAM, Pid, QueryOutcome, QueryRecord, Vocabulary, client_query,
     probe_stdin,
 };
+use mps_protocol::{Answer, ListedClient};
 
 use super::AttestCode;
 
@@ -149,6 +150,7 @@ fn client_answer(
 
 /// The client PIDs of a `get_client_list <server>` answer: PIDs separated by whitespace or
 /// newlines (none at all: no clients), or `Server <server> not found` (the server has ended).
+/// Read by mps-protocol's one parser of this answer (`client_list`), keeping `0`.
 ///
 /// ```
 /// use sharing_policy::{Pid, parse_client_list};
@@ -166,17 +168,18 @@ fn client_answer(
 /// # Errors
 /// Anything else: the format is not recognised, and nothing is proven from it.
 pub fn parse_client_list(text: &str, server: Pid) -> Result<Vec<i64>, &'static str> {
-    let gone = format!("Server {server} not found");
-    if text.strip_suffix('\n').unwrap_or(text) == gone {
-        return Ok(Vec::new());
-    }
+    let lines: Vec<&str> = text.split_terminator('\n').collect();
     // `0` is a client the daemon cannot see (another PID namespace; it logs such clients as
     // PID 0, shared notes gpu-truth.md §2): kept, so the verdict can say so.
-    text.split_ascii_whitespace()
-        .map(|token| match token {
-            "0" => Some(0),
-            _ => Pid::parse(token).map(Pid::get),
-        })
-        .collect::<Option<Vec<i64>>>()
-        .ok_or("expected client PIDs separated by whitespace, or `Server <pid> not found`")
+    match mps_protocol::client_list(server, &lines) {
+        Answer::Value(listed) => Ok(listed
+            .into_iter()
+            .map(|client| match client {
+                ListedClient::Pid(pid) => pid.get(),
+                ListedClient::Unseen => 0,
+            })
+            .collect()),
+        Answer::ServerNotFound => Ok(Vec::new()),
+        _ => Err("expected client PIDs separated by whitespace, or `Server <pid> not found`"),
+    }
 }

@@ -1,0 +1,126 @@
+//! The sentence shapes the checks of an explicit request share: an unverified prerequisite, a
+//! rejection about the daemon at the control path, an inconsistent snapshot, and the texts they
+//! name (the control path, the command that starts a daemon). The walk (`assess/mod.rs`)
+//! decides; these word. Each family's own sentences are built from them in its module, and
+//! attest's in `attest/message.rs`.
+
+use gpu_uuid::GpuUuid;
+
+use super::Context;
+use crate::text::clause;
+use crate::{Code, EnvFacts, Finding, Vocabulary, start};
+
+/// A prerequisite that could not be observed, in the one shape every such finding has:
+/// "`<mps>` could not verify `<what>`: `<why>`. To verify it, `<fix>`."
+pub(super) fn unverified_finding(
+    context: &Context<'_>,
+    code: Code,
+    what: &str,
+    why: String,
+    fix: &str,
+) -> Finding {
+    let message = [
+        context.words().mps(),
+        " could not verify ",
+        what,
+        ": ",
+        clause(&why),
+        ". To verify it, ",
+        fix,
+        ".",
+    ]
+    .concat();
+    Finding::new(code, context.words(), message, why, fix.to_owned())
+}
+
+/// A rejection about the daemon at this GPU's control path: "`MPS` cannot share GPU `gpu`
+/// through the control daemon at `path`: `found``effect`. To fix it, `fix`.", each name
+/// standing for its text.
+pub(super) fn daemon_rejection(
+    context: &Context<'_>,
+    code: Code,
+    found: String,
+    effect: &str,
+    fix: String,
+) -> Finding {
+    Finding::new(
+        code,
+        context.words(),
+        [
+            context.words().mps(),
+            " cannot share GPU ",
+            &context.gpu.to_string(),
+            " through the control daemon at ",
+            &context.control_path(),
+            ": ",
+            &found,
+            effect,
+            ". To fix it, ",
+            &fix,
+            ".",
+        ]
+        .concat(),
+        found,
+        fix,
+    )
+}
+
+pub(super) fn inconsistent(words: Vocabulary, what: String) -> Finding {
+    Finding::new(
+        Code::InconsistentSnapshot,
+        words,
+        format!(
+            "{} cannot use this host snapshot: {what}. Capture the host again with mps-preflight.",
+            words.mps()
+        ),
+        what,
+        "capture the host again with mps-preflight".to_owned(),
+    )
+}
+
+/// The command that starts a daemon on `directory` with `env`'s log directory, pinned to the
+/// GPU when it is known (the control pipe's and the daemon's messages both suggest it).
+pub(super) fn start_command(directory: &str, env: &EnvFacts, pin: Option<GpuUuid>) -> String {
+    let pin = pin.map(|uuid| {
+        let mut text = String::with_capacity(40);
+        uuid.push_to(&mut text);
+        text
+    });
+    start::render(
+        directory,
+        env.cuda_mps_log_directory.as_ref(),
+        pin.as_deref(),
+    )
+}
+
+/// `<directory>/control` as text: `facts::join`, which adds a `/` unless there is one.
+pub(super) fn control_path(directory: &str) -> String {
+    let name = crate::CONTROL_PIPE_NAME;
+    let mut path = String::with_capacity(directory.len() + 1 + name.len());
+    path.push_str(directory);
+    if !path.ends_with('/') {
+        path.push('/');
+    }
+    path.push_str(name);
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::OsText;
+
+    proptest::proptest! {
+        #[test]
+        fn control_path_joins_lossy_text_as_bytes_join(bytes in proptest::collection::vec(
+            // `/`, ASCII, and bytes that start, continue or break a UTF-8 sequence.
+            proptest::sample::select(vec![b'/', b'a', 0xc3, 0xa9, 0xe2, 0x82, 0xff]), 0..12)) {
+            let directory = OsText::from_bytes(bytes);
+            let joined = crate::facts::join(&directory, crate::CONTROL_PIPE_NAME);
+            proptest::prop_assert_eq!(
+                control_path(&directory.to_string_lossy()),
+                joined.to_string_lossy()
+            );
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! The command line: argument types and help texts (clap derive). Nothing here runs anything.
 
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::args::{EXIT_CODES, paragraphs};
 use crate::commands::{capture, check, codes, doctor, merge, probe};
@@ -72,52 +72,214 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Observe this host and validate the request; print the evidence as JSON
-    #[command(long_about = probe::long_about(), after_help = probe::after_help())]
-    Probe(probe::ProbeArgs),
+    Probe(Deferred<probe::ProbeArgs>),
 
     /// Record this host's raw facts as a JSON snapshot, for `check` and `doctor --snapshot`
-    #[command(long_about = capture::long_about(), after_help = capture::after_help())]
-    Capture(capture::CaptureArgs),
+    Capture(Deferred<capture::CaptureArgs>),
 
     /// Validate a request against a snapshot alone, touching nothing on this host
-    #[command(long_about = check::long_about(), after_help = check::after_help())]
-    Check(check::CheckArgs),
+    Check(Deferred<check::CheckArgs>),
 
     /// Print `CUDA_VISIBLE_DEVICES` with device indices rewritten to GPU UUIDs.
-    #[command(about = "Print CUDA_VISIBLE_DEVICES with device indices rewritten to GPU UUIDs, for an MPS launch", long_about = visibility::long_about(), after_help = visibility::after_help())]
-    Visibility(visibility::VisibilityArgs),
+    #[command(
+        about = "Print CUDA_VISIBLE_DEVICES with device indices rewritten to GPU UUIDs, for an MPS launch"
+    )]
+    Visibility(Deferred<visibility::VisibilityArgs>),
 
     /// List every unmet prerequisite at once: what was found, why it matters, how to fix it
-    #[command(long_about = doctor::long_about(), after_help = doctor::after_help())]
-    Doctor(doctor::DoctorArgs),
+    Doctor(Deferred<doctor::DoctorArgs>),
 
     /// Print every finding code with its class: setting, node fault or workload conflict
-    #[command(long_about = codes::long_about(), after_help = codes::after_help())]
-    Codes(codes::CodesArgs),
+    Codes(Deferred<codes::CodesArgs>),
 
     /// Check the per-rank evidence of one run: every rank once, and consistent
-    #[command(long_about = merge::long_about(), after_help = merge::after_help())]
-    Merge(merge::MergeArgs),
+    Merge(Deferred<merge::MergeArgs>),
 
     /// Run policy suites: captured snapshots, requests and expected outcomes, offline
-    #[command(long_about = suite::long_about(), after_help = suite::after_help())]
-    Test(suite::TestArgs),
+    Test(Deferred<suite::TestArgs>),
 
     /// Print the JSON Schema (draft 2020-12) of a snapshot, the evidence, or a report
-    #[command(long_about = schemas::long_about(), after_help = schemas::after_help())]
-    Schema(schemas::SchemaArgs),
+    Schema(Deferred<schemas::SchemaArgs>),
 
     /// After start: prove that the learner and the collector are clients of one MPS server
-    #[command(long_about = paragraphs(crate::attest::LONG_ABOUT), after_help = crate::attest::AFTER_HELP)]
-    Attest(crate::attest::AttestArgs),
+    Attest(Deferred<crate::attest::AttestArgs>),
 
     /// Print a shell completion script for bash, zsh or fish
-    #[command(long_about = generated::long_about(), after_help = generated::after_help())]
-    Completions(generated::CompletionsArgs),
+    Completions(Deferred<generated::CompletionsArgs>),
 
     /// Print the man page (roff), generated from the same definitions as --help
     #[command(long_about = generated::man_long_about(), after_help = generated::man_after_help())]
     Man,
+}
+
+/// A subcommand's long help: its `--help` text, built only when that subcommand is parsed or
+/// its help printed ([`Deferred`]).
+pub(crate) trait LongHelp {
+    /// The text after the usage line of `<subcommand> --help`.
+    fn long_about() -> String;
+    /// The text after the options of `<subcommand> --help`.
+    fn after_help() -> String;
+}
+
+/// A subcommand's arguments and long help, added to its `clap::Command` only when clap builds
+/// that subcommand (`Command::defer`): when it is the one being parsed, when its help is
+/// printed, or when the whole tree is built (the man page, the completion scripts). Building
+/// every subcommand's arguments and help texts took most of the command line's parse time, on
+/// every run.
+#[derive(Debug)]
+pub(crate) struct Deferred<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for Deferred<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: FromArgMatches> FromArgMatches for Deferred<T> {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Self)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+}
+
+impl<T: Args + LongHelp> Args for Deferred<T> {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        command.defer(|command| {
+            // The variant's about (its doc comment), which an arguments struct's own doc
+            // comment would otherwise replace now that the struct is added last.
+            let about = command.get_about().cloned();
+            let command = T::augment_args(command);
+            match about {
+                Some(about) => command.about(about),
+                None => command,
+            }
+            .long_about(T::long_about())
+            .after_help(T::after_help())
+        })
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        command.defer(|command| {
+            // The variant's about (its doc comment), which an arguments struct's own doc
+            // comment would otherwise replace now that the struct is added last.
+            let about = command.get_about().cloned();
+            let command = T::augment_args_for_update(command);
+            match about {
+                Some(about) => command.about(about),
+                None => command,
+            }
+            .long_about(T::long_about())
+            .after_help(T::after_help())
+        })
+    }
+
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+impl LongHelp for probe::ProbeArgs {
+    fn long_about() -> String {
+        probe::long_about()
+    }
+    fn after_help() -> String {
+        probe::after_help()
+    }
+}
+
+impl LongHelp for capture::CaptureArgs {
+    fn long_about() -> String {
+        capture::long_about()
+    }
+    fn after_help() -> String {
+        capture::after_help()
+    }
+}
+
+impl LongHelp for check::CheckArgs {
+    fn long_about() -> String {
+        check::long_about()
+    }
+    fn after_help() -> String {
+        check::after_help()
+    }
+}
+
+impl LongHelp for visibility::VisibilityArgs {
+    fn long_about() -> String {
+        visibility::long_about()
+    }
+    fn after_help() -> String {
+        visibility::after_help()
+    }
+}
+
+impl LongHelp for doctor::DoctorArgs {
+    fn long_about() -> String {
+        doctor::long_about()
+    }
+    fn after_help() -> String {
+        doctor::after_help()
+    }
+}
+
+impl LongHelp for codes::CodesArgs {
+    fn long_about() -> String {
+        codes::long_about()
+    }
+    fn after_help() -> String {
+        codes::after_help()
+    }
+}
+
+impl LongHelp for merge::MergeArgs {
+    fn long_about() -> String {
+        merge::long_about()
+    }
+    fn after_help() -> String {
+        merge::after_help()
+    }
+}
+
+impl LongHelp for suite::TestArgs {
+    fn long_about() -> String {
+        suite::long_about()
+    }
+    fn after_help() -> String {
+        suite::after_help()
+    }
+}
+
+impl LongHelp for schemas::SchemaArgs {
+    fn long_about() -> String {
+        schemas::long_about()
+    }
+    fn after_help() -> String {
+        schemas::after_help()
+    }
+}
+
+impl LongHelp for crate::attest::AttestArgs {
+    fn long_about() -> String {
+        paragraphs(crate::attest::LONG_ABOUT)
+    }
+    fn after_help() -> String {
+        crate::attest::AFTER_HELP.to_owned()
+    }
+}
+
+impl LongHelp for generated::CompletionsArgs {
+    fn long_about() -> String {
+        generated::long_about()
+    }
+    fn after_help() -> String {
+        generated::after_help()
+    }
 }
 
 #[cfg(test)]

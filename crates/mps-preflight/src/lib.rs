@@ -121,7 +121,16 @@ fn execute(cli: &Cli) -> Output {
         Command::Test(args) => suite::test(args),
         Command::Schema(args) => schemas::print(args),
         Command::Attest(args) => attest::attest(args),
-        Command::Completions(args) => generated::completions(args, Cli::command()),
-        Command::Man => generated::man(&Cli::command()),
+        Command::Completions(args) => generated::completions(args, whole_command()),
+        Command::Man => generated::man(&whole_command()),
     }
+}
+
+/// The whole command line, every subcommand built: their arguments and help are otherwise
+/// added only to the subcommand being parsed (`cli::Deferred`), and the man page and the
+/// completion scripts describe them all.
+fn whole_command() -> clap::Command {
+    let mut command = Cli::command();
+    command.build();
+    command
 }

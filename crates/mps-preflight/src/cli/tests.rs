@@ -50,6 +50,8 @@ fn a_negative_deadline_is_named_as_such() {
 #[test]
 fn help_examples_fit_80_columns_unwrapped() {
     let mut command = Cli::command().term_width(80);
+    // The subcommands' arguments and help are added when clap builds them (`Deferred`).
+    command.build();
     let mut helps = vec![(
         String::new(),
         command.render_long_help().to_string(),
@@ -130,4 +132,46 @@ fn null_in_any_case_is_no_mode_and_anything_else_is_passed_on() {
         ..args("mps")
     };
     assert_eq!(judged.to_request().as_user, Some(1001));
+}
+
+/// Each subcommand's arguments and long help wait until clap builds that subcommand
+/// (`Deferred`), and are all there once it is built: the parse of one subcommand builds no
+/// other's, and the man page and completions (which build the whole tree) see everything.
+#[test]
+fn subcommands_are_built_only_when_clap_builds_them() {
+    let mut command = Cli::command();
+    let probe = command.find_subcommand("probe").unwrap();
+    assert_eq!(
+        probe.get_arguments().count(),
+        0,
+        "probe's arguments were built eagerly"
+    );
+    assert!(probe.get_after_help().is_none());
+    command.build();
+    for sub in command
+        .get_subcommands()
+        .filter(|sub| sub.get_name() != "help")
+    {
+        assert!(
+            sub.get_after_help().is_some(),
+            "{}: no epilogue once built",
+            sub.get_name()
+        );
+        assert!(
+            sub.get_about().is_some(),
+            "{}: no about once built",
+            sub.get_name()
+        );
+    }
+    let probe = command.find_subcommand("probe").unwrap();
+    assert!(
+        probe
+            .get_arguments()
+            .any(|arg| arg.get_id() == "learner_device")
+    );
+    assert_eq!(
+        probe.get_about().map(ToString::to_string).as_deref(),
+        Some("Observe this host and validate the request; print the evidence as JSON"),
+        "the variant's about, not the flattened RequestArgs' doc comment"
+    );
 }

@@ -141,6 +141,23 @@ impl ReadOnlyCommand {
         }
     }
 
+    /// What follows this command's [`Self::line`] and its newline at the start of `text`,
+    /// compared without building the line; `None` when `text` does not start with them.
+    fn strip_line(self, text: &str) -> Option<&str> {
+        let rest = text.strip_prefix(self.as_str())?;
+        let rest = match self {
+            Self::GetClientList(pid)
+            | Self::GetServerStatus(pid)
+            | Self::GetActiveThreadPercentage(pid) => strip_number(rest, pid.get())?,
+            Self::GetDefaultDevicePinnedMemLimit(device) => strip_number(rest, i64::from(device))?,
+            Self::GetDevicePinnedMemLimit(pid, device) => {
+                strip_number(strip_number(rest, pid.get())?, i64::from(device))?
+            }
+            _ => rest,
+        };
+        rest.strip_prefix('\n')
+    }
+
     /// The command whose [`Self::line`] is `line`, exactly (one space between words, no
     /// sign, no leading zero): how the validator reads back what a recorded query sent.
     ///
@@ -252,6 +269,38 @@ pub fn separated(asked: &[ReadOnlyCommand]) -> Vec<ReadOnlyCommand> {
     session
 }
 
+/// What follows ` <number>` at the start of `text`, the number written as [`ReadOnlyCommand::line`]
+/// writes it (decimal digits, no sign, no leading zero).
+fn strip_number(text: &str, number: i64) -> Option<&str> {
+    let text = text.strip_prefix(' ')?;
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (written, rest) = text.split_at(digits);
+    let canonical = written == "0" || !written.starts_with('0');
+    (canonical && written.parse::<i64>().ok() == Some(number)).then_some(rest)
+}
+
+/// Whether `stdin` is exactly [`probe_stdin`]`(commands)`, compared without building it: the
+/// validator asks this of a recorded session several times per verdict.
+///
+/// ```
+/// use mps_protocol::{Pid, ReadOnlyCommand, is_stdin_of, probe_stdin};
+///
+/// let asked = [ReadOnlyCommand::GetServerList, ReadOnlyCommand::GetClientList(Pid::new(7).unwrap())];
+/// assert!(is_stdin_of(&probe_stdin(&asked), &asked));
+/// assert!(!is_stdin_of("get_server_list\nget_client_list 07\n", &asked));
+/// assert!(!is_stdin_of("get_server_list\nget_client_list 7", &asked));
+/// ```
+pub fn is_stdin_of(stdin: &str, commands: &[ReadOnlyCommand]) -> bool {
+    let mut rest = stdin;
+    for command in commands {
+        match command.strip_line(rest) {
+            Some(after) => rest = after,
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
 /// The standard input of a probe: each command on its own line.
 pub fn probe_stdin(commands: &[ReadOnlyCommand]) -> String {
     let mut stdin = String::new();
@@ -260,4 +309,51 @@ pub fn probe_stdin(commands: &[ReadOnlyCommand]) -> String {
         stdin.push('\n');
     }
     stdin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn command() -> impl Strategy<Value = ReadOnlyCommand> {
+        let pid = (1_i64..=4_194_304).prop_map(|n| Pid::new(n).unwrap_or(Pid(1)));
+        prop_oneof![
+            Just(ReadOnlyCommand::GetDefaultActiveThreadPercentage),
+            Just(ReadOnlyCommand::GetServerList),
+            Just(ReadOnlyCommand::GetDeviceClientList),
+            pid.clone().prop_map(ReadOnlyCommand::GetClientList),
+            pid.clone().prop_map(ReadOnlyCommand::GetServerStatus),
+            (0_u32..20).prop_map(ReadOnlyCommand::GetDefaultDevicePinnedMemLimit),
+            (pid, 0_u32..20)
+                .prop_map(|(pid, device)| ReadOnlyCommand::GetDevicePinnedMemLimit(pid, device)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The comparison without building agrees with building and comparing, for the session
+        /// itself, for another session, and for the session with one byte changed.
+        #[test]
+        fn is_stdin_of_is_equality_with_probe_stdin(
+            asked in proptest::collection::vec(command(), 0..6),
+            other in proptest::collection::vec(command(), 0..6),
+            at in any::<prop::sample::Index>(),
+            byte in prop::sample::select(vec![b'0', b'1', b'7', b' ', b'\n', b'_', b'x']),
+        ) {
+            let stdin = probe_stdin(&asked);
+            prop_assert!(is_stdin_of(&stdin, &asked));
+            prop_assert_eq!(is_stdin_of(&probe_stdin(&other), &asked), probe_stdin(&other) == stdin);
+            let mut changed = stdin.clone().into_bytes();
+            if !changed.is_empty() {
+                let i = at.index(changed.len());
+                changed[i] = byte;
+            }
+            let changed = String::from_utf8(changed).unwrap_or_default();
+            prop_assert_eq!(is_stdin_of(&changed, &asked), changed == stdin);
+            let longer = format!("{stdin}x");
+            prop_assert!(!is_stdin_of(&longer, &asked));
+        }
+    }
 }

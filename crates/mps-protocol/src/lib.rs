@@ -16,7 +16,7 @@ pub use answers::{
 };
 pub use commands::{
     DAEMON_PROBE, DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, Pid, ReadOnlyCommand, client_query,
-    probe_stdin, separated,
+    is_stdin_of, probe_stdin, separated,
 };
 pub use limits::{MemSize, Percentage, default_percentage};
 pub use os_text::OsText;

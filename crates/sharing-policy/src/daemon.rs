@@ -107,13 +107,7 @@ fn push_printed(out: &mut String, words: Vocabulary, label: &str, text: &Capture
 
 /// Whether `stdin` is `probe_stdin(&DAEMON_PROBE)`, compared without building it.
 fn is_probe_stdin(stdin: &str) -> bool {
-    let mut rest = Some(stdin);
-    for command in DAEMON_PROBE {
-        rest = rest
-            .and_then(|text| text.strip_prefix(command.as_str()))
-            .and_then(|text| text.strip_prefix('\n'));
-    }
-    rest == Some("")
+    mps_protocol::is_stdin_of(stdin, &DAEMON_PROBE)
 }
 
 /// Checks that `record` is this crate's read-only probe: the control front-end, no arguments

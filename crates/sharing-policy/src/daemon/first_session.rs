@@ -2,12 +2,12 @@
 //! ordinals' default pinned-memory limits, split by mps-protocol's one splitter.
 
 use super::{DaemonStatus, server_pid_line, unreadable, unrecognized};
-use crate::{CapturedText, QueryOutcome, QueryRecord, ReadOnlyCommand, probe_stdin};
+use crate::{CapturedText, QueryOutcome, QueryRecord, ReadOnlyCommand};
 
 /// Whether `stdin` is the probe's first session ([`mps_protocol::first_session`]), whose server list
 /// and default pinned-memory limits [`session_answers`] splits.
 pub(crate) fn is_first_session(stdin: &str) -> bool {
-    stdin == probe_stdin(&mps_protocol::first_session())
+    mps_protocol::is_stdin_of(stdin, &mps_protocol::first_session())
 }
 
 /// The answers of a recorded first session ([`mps_protocol::first_session`]), split; `None` for any
@@ -70,7 +70,7 @@ mod tests {
         QueryRecord {
             program: crate::DAEMON_QUERY_PROGRAM.to_owned(),
             args: vec![],
-            stdin: probe_stdin(&mps_protocol::first_session()),
+            stdin: crate::probe_stdin(&mps_protocol::first_session()),
             env: std::collections::BTreeMap::new(),
             env_removed: vec![],
             timeout_ms: 5000,
@@ -90,7 +90,7 @@ mod tests {
         assert_eq!(session_answers(&record(&"100.0\n".repeat(asked), "")), None);
         // The two-command probe is not a first session.
         let mut older = record("100.0\n", "");
-        older.stdin = probe_stdin(&crate::DAEMON_PROBE);
+        older.stdin = crate::probe_stdin(&crate::DAEMON_PROBE);
         assert_eq!(session_answers(&older), None);
     }
 }

@@ -22,4 +22,6 @@ pub use limits::{MemSize, Percentage, default_percentage};
 pub use os_text::OsText;
 pub use record::{Attempt, CapturedText, QueryOutcome, QueryRecord};
 pub use reference::{MODELS_QUERY_ARGS, REFERENCE_DAEMON_STDIN, REFERENCE_GPU_QUERY_ARGS};
-pub use session::{FIRST_SESSION_ORDINALS, asked_in, first_session, split_answers};
+pub use session::{
+    FIRST_SESSION_ORDINALS, asked_in, first_session, first_session_asked, split_answers,
+};

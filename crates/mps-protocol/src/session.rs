@@ -30,9 +30,16 @@ pub const FIRST_SESSION_ORDINALS: u32 = 8;
 /// assert_eq!(asked.len(), 9);
 /// ```
 pub fn first_session() -> Vec<ReadOnlyCommand> {
+    separated(&first_session_asked())
+}
+
+/// What the first session asks between its liveness commands: the server list, then each of
+/// the first [`FIRST_SESSION_ORDINALS`] ordinals' default pinned-memory limit; what
+/// [`asked_in`] reads back from the first session's stdin.
+pub fn first_session_asked() -> Vec<ReadOnlyCommand> {
     let mut asked = vec![ReadOnlyCommand::GetServerList];
     asked.extend((0..FIRST_SESSION_ORDINALS).map(ReadOnlyCommand::GetDefaultDevicePinnedMemLimit));
-    separated(&asked)
+    asked
 }
 
 /// The commands a session's standard input asked between its liveness commands, when it is a
@@ -108,6 +115,7 @@ mod tests {
         let session = first_session();
         let asked = asked_in(&probe_stdin(&session)).unwrap();
         assert_eq!(separated(&asked), session);
+        assert_eq!(asked, first_session_asked());
         assert_eq!(asked.len(), 1 + FIRST_SESSION_ORDINALS as usize);
     }
 

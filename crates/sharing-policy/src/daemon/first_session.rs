@@ -30,8 +30,8 @@ pub(crate) fn session_answers(record: &QueryRecord) -> Option<Vec<(ReadOnlyComma
     if unreadable(stdout, stderr).is_some() {
         return None;
     }
-    let asked = mps_protocol::asked_in(&record.stdin)?;
-    mps_protocol::split_answers(&asked, &stdout.text)
+    // The stdin is the first session's, so it asked what the first session asks.
+    mps_protocol::split_answers(&mps_protocol::first_session_asked(), &stdout.text)
 }
 
 /// A first session's answer: readable, split into one answer per asked command, and a server

@@ -1,10 +1,20 @@
 //! The process groups of the queries running now, so that an interrupted CLI can end them.
 //! Each query runs in its own process group, so a Ctrl-C to the CLI's group
 //! never reaches it: without this, a hung query outlives the CLI until its own deadline.
+//!
+//! How a front end is told of a signal while queries run, with no thread waiting for it: its
+//! signal handlers exit at once while [`no_query_running`] is true (there is nothing to end),
+//! and otherwise wake the descriptor given to [`watch_interrupts`], which every runner polls
+//! beside its child's pipes; the runner that sees it calls the front end's action (which ends
+//! the queries with [`stop_all_queries`] and exits). A signal that arrives as the last query
+//! ends is acted on when the registry empties.
 
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
 /// The leaders (= group IDs) of the running queries' process groups.
@@ -13,6 +23,53 @@ static RUNNING: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
 fn running() -> MutexGuard<'static, Vec<Pid>> {
     // The list stays meaningful even if a holder panicked: use it as it is.
     RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// True while no query of this process runs: changed only with the registry held.
+static IDLE: AtomicBool = AtomicBool::new(true);
+
+/// Whether no query runs now, for the front end's signal handlers: while it is true a signal
+/// may end the process at once (no query is left behind); while it is false, the handlers
+/// must wake the descriptor given to [`watch_interrupts`] instead.
+pub fn no_query_running() -> &'static AtomicBool {
+    &IDLE
+}
+
+/// A signal's wake-up descriptor and what to do when it is readable.
+struct Interrupt {
+    wake: OwnedFd,
+    act: fn(),
+}
+
+static INTERRUPT: OnceLock<Interrupt> = OnceLock::new();
+
+/// From now on, every runner polls `wake` beside its child's pipes and calls `act` once it is
+/// readable: the front end's handlers make it readable on a signal that arrives while a query
+/// runs. `act` is expected to end the queries ([`stop_all_queries`]) and exit. The first call
+/// stays.
+pub fn watch_interrupts(wake: OwnedFd, act: fn()) {
+    let _ = INTERRUPT.set(Interrupt { wake, act });
+}
+
+/// The descriptor a runner polls for a signal, once [`watch_interrupts`] gave one.
+pub(crate) fn wake_fd() -> Option<&'static OwnedFd> {
+    INTERRUPT.get().map(|interrupt| &interrupt.wake)
+}
+
+/// Calls the front end's action when a signal's wake-up is waiting (a poll that does not
+/// wait). Never with the registry held: the action takes it.
+pub(crate) fn act_if_interrupted() {
+    let Some(interrupt) = INTERRUPT.get() else {
+        return;
+    };
+    let mut fds = [PollFd::new(&interrupt.wake, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    if rustix::event::poll(&mut fds, Some(&now)).is_ok_and(|ready| ready > 0) {
+        (interrupt.act)();
+    }
 }
 
 /// Why no query may start in this process, once [`forbid_queries`] said so.
@@ -39,9 +96,19 @@ pub(crate) fn spawn_registered<T, E>(
     group_of: impl FnOnce(&T) -> Option<Pid>,
 ) -> Result<T, E> {
     let mut running = running();
-    let child = spawn()?;
-    running.extend(group_of(&child));
-    Ok(child)
+    // Before the child exists: from here a signal wakes the runners instead of exiting.
+    IDLE.store(false, Ordering::SeqCst);
+    let child = spawn();
+    if let Ok(child) = &child {
+        running.extend(group_of(child));
+    }
+    let idle = running.is_empty();
+    IDLE.store(idle, Ordering::SeqCst);
+    drop(running);
+    if idle {
+        act_if_interrupted();
+    }
+    child
 }
 
 /// Kills `group`, unless [`stop_all_queries`] holds the registry (it has killed it, and may
@@ -53,9 +120,19 @@ pub(crate) fn kill_group(group: Pid) {
     }
 }
 
-/// Forgets `group` once its leader has been reaped.
+/// Forgets `group` once its leader has been reaped; the last one forgotten makes the process
+/// idle again, and a signal that came meanwhile is acted on now.
 pub(crate) fn forget(group: Pid) {
-    running().retain(|pid| *pid != group);
+    let mut running = running();
+    running.retain(|pid| *pid != group);
+    let idle = running.is_empty();
+    if idle {
+        IDLE.store(true, Ordering::SeqCst);
+    }
+    drop(running);
+    if idle {
+        act_if_interrupted();
+    }
 }
 
 /// What [`stop_all_queries`] did. While it lives, no query starts and none is killed again.

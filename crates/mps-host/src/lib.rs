@@ -21,7 +21,9 @@ pub use capture::{
     ProbeOptions, capture, capture_with, daemon_query, gpu_query, read_env, read_host_name,
     run_gpu_query,
 };
-pub use children::{StoppedQueries, forbid_queries, stop_all_queries};
+pub use children::{
+    StoppedQueries, forbid_queries, no_query_running, stop_all_queries, watch_interrupts,
+};
 pub use fs::{PID_FILE_CAP, observe_control_pipe, observe_pid_file};
 pub use lock::{LOCK_FILE_NAME, observe_daemon_lock};
 pub use log::{observe_daemon_log, observe_log_directory, read_tail};

@@ -370,7 +370,10 @@ impl ChildIo<'_> {
             } else {
                 left
             };
-            let mut fds = Vec::with_capacity(4);
+            // First, so its readiness is `fds[0]`'s: a signal while this query runs.
+            let wake = crate::children::wake_fd();
+            let mut fds = Vec::with_capacity(5);
+            fds.extend(wake.map(|fd| PollFd::new(fd, PollFlags::IN)));
             fds.extend(
                 self.stdin
                     .as_ref()
@@ -391,7 +394,12 @@ impl ChildIo<'_> {
             fds.extend(exit_fd.map(|fd| PollFd::new(fd, PollFlags::IN)));
             let timeout = Timespec::try_from(wait).ok();
             let _ = rustix::event::poll(&mut fds, timeout.as_ref());
+            let signalled =
+                wake.is_some() && fds.first().is_some_and(|fd| !fd.revents().is_empty());
             drop(fds);
+            if signalled {
+                crate::children::act_if_interrupted();
+            }
             self.write_ready();
             self.stdout.read_ready(buffer);
             self.stderr.read_ready(buffer);

@@ -80,8 +80,8 @@ where
         }
     };
     if let Err(err) = interrupt::install() {
-        // Under a process limit (RLIMIT_NPROC) the handler's thread cannot start. A query
-        // started without it could outlive a Ctrl-C, so none starts: the observation is
+        // With no descriptor left for the handlers' wake-up (RLIMIT_NOFILE), or a handler
+        // refused, a query started could outlive a Ctrl-C, so none starts: the observation is
         // unrecorded, which rejects an explicit request and leaves a null one's fields null.
         // Commands that run no query work as usual.
         mps_host::forbid_queries(format!(

@@ -349,6 +349,43 @@ fn a_process_that_exits_mid_poll_ends_the_wait() {
     fake.assert_no_front_end_left();
 }
 
+/// A signal while attest waits between rounds (no query running: the handlers exit at once)
+/// or during a round (the runner ends the query first) exits with 128 + the signal, long
+/// before the wait ends, and leaves no front-end behind.
+#[test]
+fn a_signal_during_the_wait_exits_128_plus_the_signal() {
+    let mut fake = Attest::new();
+    let (learner, collector) = (fake.process(false), fake.process(false));
+    for pause in [150, 450] {
+        let mut command = fake.host.command(&[
+            "attest",
+            "--learner-pid",
+            &learner.to_string(),
+            "--collector-pid",
+            &collector.to_string(),
+            "--wait-ms",
+            "30000",
+        ]);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut cli = spawn(&mut command);
+        std::thread::sleep(Duration::from_millis(pause));
+        let pid = rustix::process::Pid::from_raw(i32::try_from(cli.id()).unwrap()).unwrap();
+        let signalled = Instant::now();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let status = cli.wait().unwrap();
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            signalled.elapsed()
+        );
+        assert_eq!(status.code(), Some(128 + 15), "after {pause} ms: {status}");
+    }
+    fake.assert_no_front_end_left();
+}
+
 #[test]
 fn a_hung_daemon_is_no_answer_within_the_deadline() {
     let mut fake = Attest::new();

@@ -430,6 +430,11 @@ impl FakeHost {
     /// run's alone) under `RLIMIT_NPROC` = `nproc`, through `prlimit` and `setpriv`. `None`
     /// where that is not possible (not root, or no `setpriv`/`prlimit`).
     pub(crate) fn run_limited(&self, uid: u32, nproc: u32, args: &[&str]) -> Option<Run> {
+        self.run_prlimited(uid, &format!("--nproc={nproc}:{nproc}"), args)
+    }
+
+    /// [`Self::run_limited`] with any one `prlimit` limit (`--nofile=4:4`).
+    pub(crate) fn run_prlimited(&self, uid: u32, limit: &str, args: &[&str]) -> Option<Run> {
         let prlimit = Path::new("/usr/bin/prlimit");
         if !prlimit.exists() {
             eprintln!("skipping: prlimit (util-linux) is not installed");
@@ -440,7 +445,7 @@ impl FakeHost {
         let copy = self.dir.path().join("bin").join("mps-preflight-copy");
         let mut command = Command::new(prlimit);
         command
-            .arg(format!("--nproc={nproc}:{nproc}"))
+            .arg(limit)
             .arg("--")
             .arg(system_program("setpriv"))
             .arg(format!("--reuid={uid}"))

@@ -6,8 +6,10 @@ test.
     python3 xtask/bench/compare.py [--runs N] LABEL=PATH [LABEL=PATH ...]
 
 Hosts: an idle daemon (its GPU in Exclusive_Process, so the probe asks the compute processes
-too, and in Default mode, where it does not) and a daemon serving server 4428, each without a
-pid file (the probe scans /proc, as on 470/535) and with one naming a live stand-in (550+).
+too, and in Default mode, where it does not) and a daemon serving server 4428, each with a
+stand-in daemon process (stand_in_daemon.c) that holds <pipe>/control_lock and has written its
+log's first lines, as a real daemon does, so the probe proves it and scans no /proc; each
+without a pid file (470/535) and with one naming the stand-in (550+).
 Floors (floor.c, a tiny C program run as a whole process): the queries the newest build makes on
 that host (read from its `capture`), one after the other.
 Every run must exit as expected. Prints each case's median and minimum in milliseconds.
@@ -49,15 +51,30 @@ def build(root: Path) -> tuple[dict[str, Path], list[object]]:
             listener.bind(str(host / "pipe" / "control"))
             listener.listen()
             keep.append(listener)
+            keep.append(start_daemon(root, host))
             if pid_file:
-                stand_in = host / "nvidia-cuda-mps-control"
-                shutil.copy("/bin/sleep", stand_in)
-                daemon = subprocess.Popen([str(stand_in), "3600"], stdin=subprocess.DEVNULL)
-                keep.append(daemon)
-                (host / "pipe" / "nvidia-cuda-mps-control.pid").write_text(f"{daemon.pid}\n")
+                (host / "pipe" / "nvidia-cuda-mps-control.pid").write_text(f"{keep[-1].pid}\n")
             hosts[host.name] = host
     subprocess.run(["cc", "-O2", "-o", str(root / "floor"), str(HERE / "floor.c")], check=True)
     return hosts, keep
+
+
+def start_daemon(root: Path, host: Path) -> subprocess.Popen:
+    """The host's stand-in control daemon, running once it holds the lock and wrote its log."""
+    program = host / "nvidia-cuda-mps-control"
+    if not (root / "stand-in-daemon").exists():
+        subprocess.run(["cc", "-O2", "-o", str(root / "stand-in-daemon"), str(HERE / "stand_in_daemon.c")], check=True)
+    shutil.copy(root / "stand-in-daemon", program)
+    (host / "log").mkdir()
+    env = {"CUDA_MPS_PIPE_DIRECTORY": str(host / "pipe"), "CUDA_MPS_LOG_DIRECTORY": str(host / "log")}
+    daemon = subprocess.Popen([str(program), "-d"], stdin=subprocess.DEVNULL, env=env)
+    started = time.monotonic()
+    while not (host / "log" / "control.log").exists() or not (host / "log" / "control.log").stat().st_size:
+        if time.monotonic() - started > 5:
+            daemon.kill()
+            raise SystemExit(f"the stand-in daemon of {host} wrote no log")
+        time.sleep(0.005)
+    return daemon
 
 
 def floor_queries(builds: list[tuple[str, str]], host: Path) -> list[str]:
@@ -97,9 +114,9 @@ def main() -> None:
         for label, path in builds:
             cases += [
                 (f"{label}: --version", [path, "--version"], "idle", 0),
-                (f"{label}: probe, idle, scan", [path, *PROBE], "idle", 0),
-                (f"{label}: probe, idle Default mode, scan", [path, *PROBE], "idle-default", 0),
-                (f"{label}: probe, served, scan", [path, *PROBE], "served", 0),
+                (f"{label}: probe, idle, no pid file", [path, *PROBE], "idle", 0),
+                (f"{label}: probe, idle Default mode, no pid file", [path, *PROBE], "idle-default", 0),
+                (f"{label}: probe, served, no pid file", [path, *PROBE], "served", 0),
                 (f"{label}: probe, idle, pid file", [path, *PROBE], "idle-pid-file", 0),
                 (f"{label}: probe, served, pid file", [path, *PROBE], "served-pid-file", 0),
             ]

@@ -13,8 +13,10 @@
 //! interleaved, after a warm-up:
 //!
 //! - `check --snapshot fixtures/hosts/healthy-idle-daemon.json` with an explicit request;
-//! - `probe` with the same request on each healthy host, with and without a daemon pid file
-//!   (550+ write one; without it, 470/535, the daemon is found by a `/proc` scan);
+//! - `probe` with the same request on each healthy host, whose stand-in control daemon
+//!   (`xtask/bench/stand_in_daemon.c`) holds `<pipe>/control_lock` and has written its log's
+//!   first lines as a real one does, with and without a daemon pid file (550+ write one;
+//!   470/535 do not);
 //! - the probe's floor: `xtask/bench/floor.c`, a tiny C program making the probe's three
 //!   host queries one after the other, run as a whole process as `probe` is;
 //! - `probe --timeout-ms 1000` with both tools hung (`exec sleep 30`): one deadline, not two;
@@ -87,15 +89,22 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let sleep = find_program(&["/bin/sleep", "/usr/bin/sleep"])?;
     let yes = find_program(&["/usr/bin/yes", "/bin/yes"])?;
     let compiled = Compiled::build(&root, &sandbox)?;
+    let daemon = &compiled.daemon;
     let hosts = Hosts {
-        idle: sandbox.compiled_host("idle", &compiled.idle_tools)?,
+        idle: sandbox
+            .compiled_host("idle", &compiled.idle_tools)?
+            .with_daemon(daemon)?,
         idle_pid_file: sandbox
             .compiled_host("idle-pid-file", &compiled.idle_tools)?
-            .with_pid_file(&sleep)?,
-        served: sandbox.compiled_host("served", &compiled.served_tools)?,
+            .with_daemon(daemon)?
+            .with_pid_file()?,
+        served: sandbox
+            .compiled_host("served", &compiled.served_tools)?
+            .with_daemon(daemon)?,
         served_pid_file: sandbox
             .compiled_host("served-pid-file", &compiled.served_tools)?
-            .with_pid_file(&sleep)?,
+            .with_daemon(daemon)?
+            .with_pid_file()?,
         compiled,
     };
     let healthy = &hosts.idle;
@@ -184,8 +193,8 @@ impl Bench {
     /// of them alike. The probe runs on compiled fake hosts, each beside its floor (the same
     /// three host queries from a tiny C program: the GPU table and the daemon's first round,
     /// concurrently in `probe`, then the settings query): an idle daemon and a daemon serving a
-    /// server, each without a pid file (470/535: `/proc` is scanned) and with one (550+: no
-    /// scan).
+    /// server, each without a pid file (470/535) and with one (550+); on each, the stand-in
+    /// daemon holds the control lock, so the probe proves it and scans no `/proc`.
     fn whole_process(&self, hosts: &Hosts, report: &mut Report) -> Result<(), String> {
         type Measure<'a> = Box<dyn Fn() -> Result<Duration, String> + 'a>;
         let check_args = self.check_args();
@@ -206,7 +215,7 @@ impl Bench {
                 Box::new(|| self.timed(&hosts.idle, &check_args, Some(0))),
             ),
             (
-                "probe, idle daemon, /proc scan",
+                "probe, idle daemon, no pid file",
                 Box::new(|| self.timed(&hosts.idle, &probe_args, Some(0))),
             ),
             (
@@ -214,7 +223,7 @@ impl Bench {
                 Box::new(|| floor(&hosts.idle, floor_program, &idle_queries)),
             ),
             (
-                "probe, daemon serving 4428, /proc scan",
+                "probe, daemon serving 4428, no pid file",
                 Box::new(|| self.timed(&hosts.served, &probe_args, Some(0))),
             ),
             (
@@ -436,8 +445,13 @@ fn whole_process_verdicts(stats: &[Stats], report: &mut Report) -> Result<(), St
         return Err("missing measurements".to_owned());
     };
     for (label, probe, floor, target) in [
-        ("idle, scan", idle, idle_floor, IDLE_RATIO_TARGET),
-        ("serving, scan", served, served_floor, SERVED_RATIO_TARGET),
+        ("idle, no pid file", idle, idle_floor, IDLE_RATIO_TARGET),
+        (
+            "serving, no pid file",
+            served,
+            served_floor,
+            SERVED_RATIO_TARGET,
+        ),
         (
             "serving, pid file",
             pid_file,

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The compiled fake tools and floor, built once per run with `cc -O2` (a shell script would
-/// cost a shell start per query and drown what is measured).
+/// The compiled fake tools, stand-in daemon and floor, built once per run with `cc -O2` (a shell
+/// script would cost a shell start per query and drown what is measured).
 pub(super) struct Compiled {
     /// `fake_tools.c`: the daemon serves server 4428, as on a host where a job runs.
     pub(super) served_tools: PathBuf,
@@ -18,6 +18,9 @@ pub(super) struct Compiled {
     pub(super) idle_tools: PathBuf,
     /// `floor.c`: the probe's host queries, one after the other, from a tiny C program.
     pub(super) floor: PathBuf,
+    /// `stand_in_daemon.c`: holds `<pipe>/control_lock` and writes the log's first lines, as a
+    /// real control daemon does ([`Host::with_daemon`]).
+    pub(super) daemon: PathBuf,
 }
 
 impl Compiled {
@@ -29,10 +32,16 @@ impl Compiled {
             served_tools: dir.join("served-tools"),
             idle_tools: dir.join("idle-tools"),
             floor: dir.join("floor"),
+            daemon: dir.join("stand-in-daemon"),
         };
         compile(&tools, &compiled.served_tools, &[])?;
         compile(&tools, &compiled.idle_tools, &["-DFAKE_IDLE"])?;
         compile(&root.join("xtask/bench/floor.c"), &compiled.floor, &[])?;
+        compile(
+            &root.join("xtask/bench/stand_in_daemon.c"),
+            &compiled.daemon,
+            &[],
+        )?;
         Ok(compiled)
     }
 }
@@ -176,24 +185,49 @@ impl Host {
         })
     }
 
-    /// Gives the host what a 550+ daemon leaves: a live process named like the control daemon
-    /// (a copy of `sleep`) and `<pipe>/nvidia-cuda-mps-control.pid` naming it, so `probe` finds
-    /// the daemon through the pid file and scans no `/proc`.
-    pub(super) fn with_pid_file(mut self, sleep: &Path) -> Result<Self, String> {
+    /// Gives the host the control daemon's process, as every live daemon (535 and 550) has
+    /// one: the compiled stand-in, copied as `<dir>/nvidia-cuda-mps-control` and run with `-d`,
+    /// holds `<pipe>/control_lock` (so `probe` proves the daemon from `/proc/locks` and scans
+    /// no `/proc`) and writes its log's first lines to `<dir>/log`. Returns once the log is
+    /// written, which the stand-in does after it holds the lock.
+    pub(super) fn with_daemon(mut self, stand_in: &Path) -> Result<Self, String> {
         let program = self.dir.join("nvidia-cuda-mps-control");
-        fs::copy(sleep, &program)
-            .map_err(|err| format!("cannot copy {}: {err}", sleep.display()))?;
-        fs::set_permissions(&program, fs::Permissions::from_mode(0o755))
-            .map_err(|err| format!("cannot chmod {}: {err}", program.display()))?;
+        fs::copy(stand_in, &program)
+            .map_err(|err| format!("cannot copy {}: {err}", stand_in.display()))?;
+        let log = self.dir.join("log");
+        fs::create_dir(&log).map_err(|err| format!("cannot create {}: {err}", log.display()))?;
         let child = Command::new(&program)
-            .arg("600")
+            .arg("-d")
+            .env_clear()
+            .env("CUDA_MPS_PIPE_DIRECTORY", &self.pipe)
+            .env("CUDA_MPS_LOG_DIRECTORY", &log)
             .stdin(Stdio::null())
             .spawn()
             .map_err(|err| format!("cannot start {}: {err}", program.display()))?;
-        let pid_file = self.pipe.join("nvidia-cuda-mps-control.pid");
-        let written = fs::write(&pid_file, child.id().to_string());
         self.daemon = Some(child);
-        written.map_err(|err| format!("cannot write {}: {err}", pid_file.display()))?;
+        let written = log.join("control.log");
+        let started = Instant::now();
+        while fs::metadata(&written).map_or(0, |meta| meta.len()) == 0 {
+            if started.elapsed() > Duration::from_secs(5) {
+                return Err(format!(
+                    "the stand-in daemon wrote no {}",
+                    written.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(self)
+    }
+
+    /// Gives the host what a 550+ daemon also leaves: `<pipe>/nvidia-cuda-mps-control.pid`
+    /// naming the daemon of [`Host::with_daemon`].
+    pub(super) fn with_pid_file(self) -> Result<Self, String> {
+        let Some(daemon) = &self.daemon else {
+            return Err("a pid file needs the stand-in daemon first".to_owned());
+        };
+        let pid_file = self.pipe.join("nvidia-cuda-mps-control.pid");
+        fs::write(&pid_file, daemon.id().to_string())
+            .map_err(|err| format!("cannot write {}: {err}", pid_file.display()))?;
         Ok(self)
     }
 }
@@ -216,7 +250,7 @@ pub(super) struct Host {
     pub(super) bin: PathBuf,
     pub(super) pipe: PathBuf,
     _listener: UnixListener,
-    /// The stand-in daemon process of [`Host::with_pid_file`], killed on drop.
+    /// The stand-in daemon process of [`Host::with_daemon`], killed on drop.
     daemon: Option<Child>,
 }
 

@@ -76,8 +76,8 @@ pub(crate) fn act_if_interrupted() {
 static FORBIDDEN: OnceLock<String> = OnceLock::new();
 
 /// From now on, no query of this process starts: each is recorded as a spawn failure saying
-/// `why`. For a process that could not install its signal handler (no thread under a process
-/// limit): a query it started could outlive an interrupted run, one that never
+/// `why`. For a process that could not install its signal handlers (no descriptor left for
+/// their wake-up): a query it started could outlive an interrupted run, one that never
 /// starts cannot. The observation is then unrecorded, which no request passes on; a null
 /// request still never fails. The first reason given stays.
 pub fn forbid_queries(why: String) {

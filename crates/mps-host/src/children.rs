@@ -45,8 +45,8 @@ static INTERRUPT: OnceLock<Interrupt> = OnceLock::new();
 
 /// From now on, every runner polls `wake` beside its child's pipes and calls `act` once it is
 /// readable: the front end's handlers make it readable on a signal that arrives while a query
-/// runs. `act` is expected to end the queries ([`stop_all_queries`]) and exit. The first call
-/// stays.
+/// runs. `act` is expected to end the queries ([`stop_all_queries`]) and exit; the wake-up is
+/// drained before it is called, so `wake` must be non-blocking. The first call stays.
 pub fn watch_interrupts(wake: OwnedFd, act: fn()) {
     let _ = INTERRUPT.set(Interrupt { wake, act });
 }
@@ -68,6 +68,9 @@ pub(crate) fn act_if_interrupted() {
         tv_nsec: 0,
     };
     if rustix::event::poll(&mut fds, Some(&now)).is_ok_and(|ready| ready > 0) {
+        // Drained first: an action that returns must not leave every poll awake at once.
+        let mut buffer = [0_u8; 64];
+        while rustix::io::read(&interrupt.wake, &mut buffer).is_ok_and(|read| read > 0) {}
         (interrupt.act)();
     }
 }

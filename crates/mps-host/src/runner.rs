@@ -449,4 +449,62 @@ mod tests {
             "{record:?}"
         );
     }
+
+    /// A front end's wake-up while a query runs reaches the runner's poll at once: its action
+    /// is called (the wake-up is drained, so a returning action does not leave the poll
+    /// spinning), and the process is not idle while the query runs. The only test that calls
+    /// `watch_interrupts` in this binary; its action only counts.
+    #[test]
+    fn a_wake_up_during_a_query_calls_the_front_ends_action() {
+        use std::io::Write as _;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        static ACTED: AtomicUsize = AtomicUsize::new(0);
+        fn act() {
+            ACTED.fetch_add(1, Ordering::SeqCst);
+        }
+        let (wake, mut notify) = std::os::unix::net::UnixStream::pair().unwrap();
+        wake.set_nonblocking(true).unwrap();
+        crate::watch_interrupts(OwnedFd::from(wake), act);
+        let query = Query {
+            program: "/bin/sh".to_owned(),
+            args: vec!["-c".to_owned(), "sleep 0.4".to_owned()],
+            stdin: String::new(),
+            env: BTreeMap::new(),
+            env_removed: vec![],
+            timeout: Duration::from_secs(10),
+        };
+        let started = Instant::now();
+        let running = thread::spawn(move || ProcessRunner::default().run(&query));
+        thread::sleep(Duration::from_millis(150));
+        assert!(!crate::no_query_running().load(Ordering::SeqCst));
+        notify.write_all(b"x").unwrap();
+        let waited = Instant::now();
+        while ACTED.load(Ordering::SeqCst) == 0 && waited.elapsed() < Duration::from_secs(5) {
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            ACTED.load(Ordering::SeqCst) > 0,
+            "the action was not called"
+        );
+        assert!(
+            waited.elapsed() < Duration::from_millis(200),
+            "{:?}",
+            waited.elapsed()
+        );
+        // Another test's runner may have seen the same wake-up; after it, no more calls.
+        thread::sleep(Duration::from_millis(50));
+        let calls = ACTED.load(Ordering::SeqCst);
+        let record = running.join().unwrap();
+        assert!(
+            matches!(record.outcome, QueryOutcome::Exited { code: Some(0), .. }),
+            "{record:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            ACTED.load(Ordering::SeqCst),
+            calls,
+            "called again: the wake-up was not drained"
+        );
+    }
 }

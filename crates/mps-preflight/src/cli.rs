@@ -183,103 +183,32 @@ impl<T: Args + LongHelp> Args for Deferred<T> {
     }
 }
 
-impl LongHelp for probe::ProbeArgs {
-    fn long_about() -> String {
-        probe::long_about()
-    }
-    fn after_help() -> String {
-        probe::after_help()
-    }
+/// Implements [`LongHelp`] for each arguments type: `Type => { long about }, { after help };`.
+macro_rules! long_help {
+    ($($args:ty => { $long_about:expr }, { $after_help:expr };)*) => {$(
+        impl LongHelp for $args {
+            fn long_about() -> String {
+                $long_about
+            }
+            fn after_help() -> String {
+                $after_help
+            }
+        }
+    )*};
 }
 
-impl LongHelp for capture::CaptureArgs {
-    fn long_about() -> String {
-        capture::long_about()
-    }
-    fn after_help() -> String {
-        capture::after_help()
-    }
-}
-
-impl LongHelp for check::CheckArgs {
-    fn long_about() -> String {
-        check::long_about()
-    }
-    fn after_help() -> String {
-        check::after_help()
-    }
-}
-
-impl LongHelp for visibility::VisibilityArgs {
-    fn long_about() -> String {
-        visibility::long_about()
-    }
-    fn after_help() -> String {
-        visibility::after_help()
-    }
-}
-
-impl LongHelp for doctor::DoctorArgs {
-    fn long_about() -> String {
-        doctor::long_about()
-    }
-    fn after_help() -> String {
-        doctor::after_help()
-    }
-}
-
-impl LongHelp for codes::CodesArgs {
-    fn long_about() -> String {
-        codes::long_about()
-    }
-    fn after_help() -> String {
-        codes::after_help()
-    }
-}
-
-impl LongHelp for merge::MergeArgs {
-    fn long_about() -> String {
-        merge::long_about()
-    }
-    fn after_help() -> String {
-        merge::after_help()
-    }
-}
-
-impl LongHelp for suite::TestArgs {
-    fn long_about() -> String {
-        suite::long_about()
-    }
-    fn after_help() -> String {
-        suite::after_help()
-    }
-}
-
-impl LongHelp for schemas::SchemaArgs {
-    fn long_about() -> String {
-        schemas::long_about()
-    }
-    fn after_help() -> String {
-        schemas::after_help()
-    }
-}
-
-impl LongHelp for crate::attest::AttestArgs {
-    fn long_about() -> String {
-        paragraphs(crate::attest::LONG_ABOUT)
-    }
-    fn after_help() -> String {
-        crate::attest::AFTER_HELP.to_owned()
-    }
-}
-
-impl LongHelp for generated::CompletionsArgs {
-    fn long_about() -> String {
-        generated::long_about()
-    }
-    fn after_help() -> String {
-        generated::after_help()
-    }
+long_help! {
+    probe::ProbeArgs => { probe::long_about() }, { probe::after_help() };
+    capture::CaptureArgs => { capture::long_about() }, { capture::after_help() };
+    check::CheckArgs => { check::long_about() }, { check::after_help() };
+    visibility::VisibilityArgs => { visibility::long_about() }, { visibility::after_help() };
+    doctor::DoctorArgs => { doctor::long_about() }, { doctor::after_help() };
+    codes::CodesArgs => { codes::long_about() }, { codes::after_help() };
+    merge::MergeArgs => { merge::long_about() }, { merge::after_help() };
+    suite::TestArgs => { suite::long_about() }, { suite::after_help() };
+    schemas::SchemaArgs => { schemas::long_about() }, { schemas::after_help() };
+    crate::attest::AttestArgs => { paragraphs(crate::attest::LONG_ABOUT) }, { crate::attest::AFTER_HELP.to_owned() };
+    generated::CompletionsArgs => { generated::long_about() }, { generated::after_help() };
 }
 
 #[cfg(test)]

@@ -92,18 +92,17 @@ impl Attest {
     }
 
     pub(crate) fn run(&self, learner: u32, collector: u32, extra: &[&str]) -> Run {
-        let (learner, collector) = (learner.to_string(), collector.to_string());
-        let mut args = vec![
-            "attest",
-            "--learner-pid",
-            &learner,
-            "--collector-pid",
-            &collector,
-        ];
-        args.extend_from_slice(extra);
-        let run = self.host.run(&args);
+        let args = attest_args(learner, collector, extra);
+        let run = self
+            .host
+            .run(&args.iter().map(String::as_str).collect::<Vec<_>>());
         run.assert_discipline("attest");
         run
+    }
+
+    /// `attest` for these two PIDs on this host, not started.
+    pub(crate) fn command(&self, learner: u32, collector: u32, extra: &[&str]) -> Command {
+        self.host.command(&attest_args(learner, collector, extra))
     }
 
     /// Every front-end this host started has ended.
@@ -135,6 +134,19 @@ pub(crate) fn codes(run: &Run) -> Vec<String> {
             line.split(':').next().unwrap().to_owned()
         })
         .collect()
+}
+
+/// `attest --learner-pid L --collector-pid C`, then `extra`.
+fn attest_args(learner: u32, collector: u32, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "attest".to_owned(),
+        "--learner-pid".to_owned(),
+        learner.to_string(),
+        "--collector-pid".to_owned(),
+        collector.to_string(),
+    ];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    args
 }
 
 #[test]
@@ -326,15 +338,7 @@ fn a_process_that_exits_mid_poll_ends_the_wait() {
     fake.servers(&[server]);
     fake.clients(server, &lines(&[learner]));
     let started = Instant::now();
-    let mut command = fake.host.command(&[
-        "attest",
-        "--learner-pid",
-        &learner.to_string(),
-        "--collector-pid",
-        &collector.to_string(),
-        "--wait-ms",
-        "20000",
-    ]);
+    let mut command = fake.command(learner, collector, &["--wait-ms", "20000"]);
     let attest = std::thread::spawn(move || finish(&mut command));
     std::thread::sleep(Duration::from_millis(300));
     fake.kill(collector);
@@ -357,15 +361,7 @@ fn a_signal_during_the_wait_exits_128_plus_the_signal() {
     let mut fake = Attest::new();
     let (learner, collector) = (fake.process(false), fake.process(false));
     for pause in [150, 450] {
-        let mut command = fake.host.command(&[
-            "attest",
-            "--learner-pid",
-            &learner.to_string(),
-            "--collector-pid",
-            &collector.to_string(),
-            "--wait-ms",
-            "30000",
-        ]);
+        let mut command = fake.command(learner, collector, &["--wait-ms", "30000"]);
         command
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,8 +1,9 @@
-//! The sentence shapes the checks of an explicit request share: an unverified prerequisite, a
-//! rejection about the daemon at the control path, an inconsistent snapshot, and the texts they
-//! name (the control path, the command that starts a daemon). The walk (`assess/mod.rs`)
-//! decides; these word. Each family's own sentences are built from them in its module, and
-//! attest's in `attest/message.rs`.
+//! The wording of the checks of an explicit request: the walk (`assess/mod.rs`) and each
+//! family's module decide; this layer words. Here, the sentence shapes every family shares (an
+//! unverified prerequisite, a rejection about the daemon at the control path, an inconsistent
+//! snapshot) and the texts they name (the control path, the command that starts a daemon); in
+//! `message/<family>.rs`, a family's own sentences, for the families moved here so far.
+//! Attest's sentences are in `attest/message.rs`.
 
 use gpu_uuid::GpuUuid;
 

@@ -4,25 +4,35 @@
 //! clients: a rejection. Live clients are recorded, and reported as an advisory warning:
 //! another job may share the server on purpose. Every listed client and the two to come must
 //! fit the per-device client limit ([`crate::clients_fit`], docs/mps-daemon.md §5f).
+//! Decides only; the words are in `message/clients.rs`.
 
-use super::answers::{Answers, CAPTURE_AGAIN, answer};
-use super::{Context, Findings, Served};
+use super::answers::{Answers, answer};
+use super::{Context, Findings, Served, message};
 use crate::session;
-use crate::{ClientFacts, Code, Finding, Pid, ReadOnlyCommand, served};
-
-/// How to read the clients again.
-const VERIFY: &str = "run the probe as root in the daemon's PID namespace, so that the daemon answers get_client_list and each client's /proc/<pid> is readable (with --require-verified this is a rejection)";
+use crate::{ClientFacts, Pid, ReadOnlyCommand, served};
 
 /// What a listed client is, as `/proc` shows it.
 enum Seen {
     Live,
     /// Dead or a zombie: how, for the message.
-    Stale(&'static str),
+    Stale(Stale),
+    /// Not known: why, as the message says it.
     Unknown(String),
 }
 
+/// How a stale client is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stale {
+    /// `/proc/<pid>` no longer exists.
+    Gone,
+    /// Its state is `Z`.
+    Zombie,
+    /// Its state is `X`.
+    Dead,
+}
+
 /// The processes a validated request starts: the learner and the collector.
-const COMING: u32 = 2;
+pub(super) const COMING: u32 = 2;
 
 /// The live clients of the listed servers (`None`: no server listed, or a client list not
 /// read) and the client limit checked (`None`: not every list read); a stale client or a
@@ -52,19 +62,11 @@ pub(super) fn check(
             Ok(clients) => clients,
             Err(why) => {
                 (read_all, lists_read) = (false, false);
-                let what = format!("the clients of MPS server {server}");
-                // A session that was never recorded or is unreadable is asked again.
-                let fix = if answers.settings_unread() {
-                    CAPTURE_AGAIN
-                } else {
-                    VERIFY
-                };
-                let finding = super::unverified_finding(
+                let finding = message::clients::list_unverified(
                     context,
-                    Code::ServerClientsUnverified,
-                    &what,
+                    server,
                     why,
-                    fix,
+                    answers.settings_unread(),
                 );
                 served.unverified(context.request, findings, finding);
                 continue;
@@ -76,21 +78,14 @@ pub(super) fn check(
             match seen(context, client, split.as_deref()) {
                 Seen::Live => live.push((server, client)),
                 Seen::Stale(how) => {
-                    findings.push(|| stale(context, server, client, how));
+                    findings.push(|| message::clients::stale(context, server, client, how));
                     if findings.settled() {
                         return (None, None);
                     }
                 }
                 Seen::Unknown(why) => {
                     read_all = false;
-                    let what = format!("the clients of MPS server {server} (client {client})");
-                    let finding = super::unverified_finding(
-                        context,
-                        Code::ServerClientsUnverified,
-                        &what,
-                        why,
-                        VERIFY,
-                    );
+                    let finding = message::clients::client_unverified(context, server, client, why);
                     served.unverified(context.request, findings, finding);
                 }
             }
@@ -100,41 +95,16 @@ pub(super) fn check(
     // whole device's limit applies.
     let limit = lists_read.then(|| crate::client_limit(None));
     if lists_read && let Err(limit) = crate::clients_fit(listed_count, COMING, None) {
-        findings.push(|| limit_reached(context, listed_count, limit));
+        findings.push(|| message::clients::limit_reached(context, listed_count, limit));
         if findings.settled() {
             return (None, Some(limit));
         }
     }
     if !live.is_empty() {
-        served.advise(has_clients(context, &live));
+        served.advise(message::clients::has_clients(context, &live));
     }
     let live = read_all.then(|| live.into_iter().map(|(_, client)| client.get()).collect());
     (live, limit)
-}
-
-fn limit_reached(context: &Context<'_>, listed: u32, limit: u32) -> Finding {
-    let found = format!(
-        "the listed MPS servers already serve {listed} client(s), and the {COMING} this job starts would make {}, over the limit of {limit} clients per device",
-        listed.saturating_add(COMING)
-    );
-    let fix = "wait until other jobs' clients on this GPU exit, or run this job on another GPU; also check that every DataLoader or environment worker that touches CUDA is needed, since each is a client".to_owned();
-    Finding::new(
-        Code::ServerClientLimitReached,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot add two clients to the MPS server at ",
-            &context.control_path(),
-            ": ",
-            &found,
-            ". A client beyond the limit fails at context creation. To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        found,
-        fix,
-    )
 }
 
 /// What `/proc` shows of `client`, as [`crate::HostFacts::listed_clients`] recorded it.
@@ -145,10 +115,7 @@ fn seen(context: &Context<'_>, client: Pid, split: Option<&str>) -> Seen {
         .as_deref()
         .and_then(|clients| clients.iter().find(|c| c.pid == client.get()))
     else {
-        return Seen::Unknown(format!(
-            "/proc/{client} was not observed (a snapshot taken before the probe read listed clients, or more than {} were listed)",
-            crate::MAX_LISTED_CLIENTS
-        ));
+        return Seen::Unknown(message::clients::not_observed(client));
     };
     judge(facts, split)
 }
@@ -158,86 +125,23 @@ fn seen(context: &Context<'_>, client: Pid, split: Option<&str>) -> Seen {
 fn judge(client: &ClientFacts, split: Option<&str>) -> Seen {
     match (client.exists, client.state.as_deref()) {
         (Some(false), _) => match split {
-            Some(detail) => Seen::Unknown(format!(
-                "PID {} is not running in this PID namespace, and {detail}",
-                client.pid
-            )),
-            None => Seen::Stale("no longer exists"),
+            Some(detail) => Seen::Unknown(message::clients::not_in_namespace(client.pid, detail)),
+            None => Seen::Stale(Stale::Gone),
         },
-        (_, Some(state)) if state.starts_with('Z') => Seen::Stale("is a zombie"),
-        (_, Some(state)) if state.starts_with('X') => Seen::Stale("is dead"),
+        (_, Some(state)) if state.starts_with('Z') => Seen::Stale(Stale::Zombie),
+        (_, Some(state)) if state.starts_with('X') => Seen::Stale(Stale::Dead),
         (Some(true), Some(_)) => Seen::Live,
         _ => {
-            let errors: Vec<String> = client
+            // The errors of the files that tell the state, named in the message.
+            let errors: Vec<(&str, &str)> = client
                 .errors
                 .iter()
                 .filter(|(name, _)| matches!(name.as_str(), "entry" | "status"))
-                .map(|(name, error)| format!("{name}: {error}"))
+                .map(|(name, error)| (name.as_str(), error.as_str()))
                 .collect();
-            Seen::Unknown(if errors.is_empty() {
-                format!("/proc/{}/status has no State: line", client.pid)
-            } else {
-                format!(
-                    "/proc/{} could not be read ({})",
-                    client.pid,
-                    errors.join("; ")
-                )
-            })
+            Seen::Unknown(message::clients::state_unread(client.pid, &errors))
         }
     }
-}
-
-fn stale(context: &Context<'_>, server: Pid, client: Pid, how: &str) -> Finding {
-    let found = format!("MPS server {server} lists client {client}, which {how}");
-    let fix = format!(
-        "have the daemon's owner restart that server with all its clients: stop the job that still uses it, then echo shutdown_server {server} -f | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control (the daemon starts a new server for the next client); then retry",
-        crate::shell_quote(&context.directory.to_string_lossy())
-    );
-    Finding::new(
-        Code::StaleServerClient,
-        context.words(),
-        [
-            context.words().mps(),
-            " would join an MPS server left in an undefined state at ",
-            &context.control_path(),
-            ": ",
-            &found,
-            ". A client killed without synchronising its GPU work leaves the server in an undefined state, and NVIDIA says the server and all its clients must be restarted; a new client may hang at CUDA init. To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        found,
-        fix,
-    )
-}
-
-/// The advisory warning for live clients.
-fn has_clients(context: &Context<'_>, live: &[(Pid, Pid)]) -> Finding {
-    let listed = live
-        .iter()
-        .map(|(server, client)| format!("client {client} of MPS server {server}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let found = format!("{} live client(s): {listed}", live.len());
-    let fix = "nothing, if another job shares this GPU on purpose; otherwise find and stop the job that runs those processes before this one starts".to_owned();
-    Finding::new(
-        Code::ServerHasClients,
-        context.words(),
-        [
-            context.words().mps(),
-            " found that the MPS server at ",
-            &context.control_path(),
-            " already serves ",
-            &found,
-            ". This job will share the GPU with them. If that is not intended, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        found,
-        fix,
-    )
 }
 
 #[cfg(test)]
@@ -259,7 +163,7 @@ mod tests {
         ));
         assert!(matches!(
             judge(&client(Some(true), Some("Z (zombie)")), None),
-            Seen::Stale("is a zombie")
+            Seen::Stale(Stale::Zombie)
         ));
         assert!(matches!(
             judge(&client(Some(true), Some("S (sleeping)")), None),

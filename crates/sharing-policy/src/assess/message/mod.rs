@@ -7,6 +7,7 @@
 
 pub(super) mod clients;
 pub(super) mod liveness;
+pub(super) mod scope;
 
 use gpu_uuid::GpuUuid;
 

@@ -2,15 +2,13 @@
 //! only to the next server ("If there is already a server spawned, this command will only
 //! affect the next server"), so while a server is listed the stated minimums are judged
 //! against what it applies: `get_active_thread_percentage <s>` and
-//! `get_device_pinned_mem_limit <s> <dev>`.
+//! `get_device_pinned_mem_limit <s> <dev>`. Decides only; the words are in
+//! `message/server_limits.rs`.
 
 use super::answers::{Answers, answer, daemon_ordinal};
-use super::{Context, Findings, Served};
-use crate::{Code, Finding, Pid, ReadOnlyCommand, served, session};
+use super::{Context, Findings, Served, message};
 use crate::{MemSize, Percentage};
-
-/// The fix when a running server's limits could not be read.
-const VERIFY: &str = "capture the host again while the server runs, as a user the daemon answers (with --require-verified this is a rejection)";
+use crate::{Pid, ReadOnlyCommand, served, session};
 
 /// The listed servers and the lowest active-thread percentage they apply.
 pub(super) struct Running {
@@ -65,33 +63,14 @@ pub(super) fn check_percentage(
     };
     match &running.percentage {
         Ok(Some((pid, found))) if *found < wanted => {
-            let default = mps_protocol::default_percentage(context.facts.daemon_query.as_ref())
-                .map_or_else(|| "unread".to_owned(), |p| p.to_string());
-            let what = format!(
-                "MPS server {pid} applies an active-thread percentage of {found}, below the required {wanted} (the daemon's default active-thread percentage is {default}, which only the next server gets)"
-            );
-            let fix = format!(
-                "the daemon's owner runs echo set_active_thread_percentage {pid} {wanted} | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control, or waits for that server to exit so that the next one gets the default",
-                crate::shell_quote(&context.directory.to_string_lossy())
-            );
+            let default = mps_protocol::default_percentage(context.facts.daemon_query.as_ref());
             findings.push(|| {
-                below(
-                    context,
-                    Code::ActiveThreadPercentageBelowRequirement,
-                    what,
-                    fix,
-                )
+                message::server_limits::percentage_below(context, *pid, *found, wanted, default)
             });
         }
         Ok(_) => {}
         Err(why) => {
-            let finding = super::unverified_finding(
-                context,
-                Code::ServerLimitsUnverified,
-                "the active-thread percentage the running MPS server applies",
-                why.clone(),
-                VERIFY,
-            );
+            let finding = message::server_limits::percentage_unverified(context, why.clone());
             served.unverified(context.request, findings, finding);
         }
     }
@@ -129,57 +108,19 @@ pub(super) fn check_pinned(
         (Ok(lowest), Some(wanted)) => {
             let (pid, size, raw) = lowest?;
             if size < wanted {
-                let what = format!(
-                    "MPS server {pid} applies a pinned-memory limit of {raw} for GPU {}, below the required {wanted} (the daemon's default pinned-memory limit for GPU {} applies only to the next server)",
-                    context.gpu, context.gpu
-                );
-                let fix = format!(
-                    "the daemon's owner runs echo set_device_pinned_mem_limit {pid} {} {wanted} | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control, or waits for that server to exit so that the next one gets the default",
-                    ordinal.as_ref().map_or(0, |o| *o),
-                    crate::shell_quote(&context.directory.to_string_lossy())
-                );
-                findings.push(|| below(context, Code::PinnedMemBelowRequirement, what, fix));
+                let ordinal = ordinal.as_ref().map_or(0, |o| *o);
+                findings.push(|| {
+                    message::server_limits::pinned_below(context, pid, &raw, ordinal, wanted)
+                });
             }
             Some(raw)
         }
         (Ok(lowest), None) => lowest.map(|(_, _, raw)| raw),
         (Err(_), None) => None,
         (Err(why), Some(_)) => {
-            let what = format!(
-                "the pinned-memory limit the running MPS server applies for GPU {}",
-                context.gpu
-            );
-            let finding = super::unverified_finding(
-                context,
-                Code::ServerLimitsUnverified,
-                &what,
-                why,
-                VERIFY,
-            );
+            let finding = message::server_limits::pinned_unverified(context, why);
             served.unverified(context.request, findings, finding);
             None
         }
     }
-}
-
-fn below(context: &Context<'_>, code: Code, what: String, fix: String) -> Finding {
-    Finding::new(
-        code,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot give each client the required share of GPU ",
-            &context.gpu.to_string(),
-            " through ",
-            &context.control_path(),
-            ": ",
-            &what,
-            ". To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        what,
-        fix,
-    )
 }

@@ -9,6 +9,7 @@ pub(super) mod clients;
 pub(super) mod limits;
 pub(super) mod liveness;
 pub(super) mod scope;
+pub(super) mod server_limits;
 
 use gpu_uuid::GpuUuid;
 

@@ -6,6 +6,7 @@
 //! Attest's sentences are in `attest/message.rs`.
 
 pub(super) mod liveness;
+pub(super) mod request;
 
 use gpu_uuid::GpuUuid;
 

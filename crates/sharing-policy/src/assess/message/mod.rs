@@ -9,6 +9,7 @@ pub(super) mod apps;
 pub(super) mod compute;
 pub(super) mod identity;
 pub(super) mod liveness;
+pub(super) mod owner;
 pub(super) mod request;
 
 use gpu_uuid::GpuUuid;

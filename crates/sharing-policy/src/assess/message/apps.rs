@@ -16,7 +16,8 @@ pub(in crate::assess) fn query_not_recorded() -> String {
 
 /// The unverified finding for compute processes that could not be read, `why` saying why.
 pub(in crate::assess) fn unverified(context: &Context<'_>, why: String) -> Finding {
-    let what = format!("that no compute process holds GPU {}", context.gpu);
+    let gpu = context.gpu.to_string();
+    let what = format!("that no compute process holds GPU {gpu}");
     super::unverified_finding(context, Code::ComputeAppsUnverified, &what, why, VERIFY)
 }
 

@@ -10,12 +10,12 @@ use crate::{Code, Finding, Request, SCHEMA, SCHEMA_V1, Vocabulary};
 
 /// The finding for a snapshot of a schema this validator does not read.
 pub(in crate::assess) fn unsupported_schema(words: Vocabulary, schema: &str) -> Finding {
+    let mps = words.mps();
     Finding::new(
         Code::UnsupportedSnapshotSchema,
         words,
         format!(
-            "{} cannot use this host snapshot: its schema is {}, and this validator reads only {}, {}, {} and {}. Capture the host again with this version of mps-preflight.",
-            words.mps(),
+            "{mps} cannot use this host snapshot: its schema is {}, and this validator reads only {}, {}, {} and {}. Capture the host again with this version of mps-preflight.",
             repr(schema),
             repr(SCHEMA),
             repr(crate::SCHEMA_V3),
@@ -29,13 +29,12 @@ pub(in crate::assess) fn unsupported_schema(words: Vocabulary, schema: &str) -> 
 
 /// The finding for a snapshot of an OS other than Linux.
 pub(in crate::assess) fn unsupported_os(words: Vocabulary, os: &str) -> Finding {
-    let null = words.null_request();
+    let (mps, null) = (words.mps(), words.null_request());
     Finding::new(
         Code::UnsupportedOs,
         words,
         format!(
-            "{} requires Linux; got os={}. CUDA MPS exists only on Linux: {null} on this host.",
-            words.mps(),
+            "{mps} requires Linux; got os={}. CUDA MPS exists only on Linux: {null} on this host.",
             repr(os)
         ),
         format!("os {}", repr(os)),

@@ -5,9 +5,14 @@
 //! `message/<family>.rs`, a family's own sentences, for the families moved here so far.
 //! Attest's sentences are in `attest/message.rs`.
 
+pub(super) mod apps;
 pub(super) mod clients;
+pub(super) mod compute;
+pub(super) mod identity;
 pub(super) mod limits;
 pub(super) mod liveness;
+pub(super) mod owner;
+pub(super) mod request;
 pub(super) mod scope;
 pub(super) mod server_limits;
 

@@ -7,6 +7,7 @@
 
 pub(super) mod daemon_identity;
 pub(super) mod liveness;
+pub(super) mod log;
 pub(super) mod pipe;
 
 use gpu_uuid::GpuUuid;

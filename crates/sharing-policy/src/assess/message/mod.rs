@@ -6,6 +6,7 @@
 //! Attest's sentences are in `attest/message.rs`.
 
 pub(super) mod daemon_identity;
+pub(super) mod health;
 pub(super) mod liveness;
 pub(super) mod log;
 pub(super) mod pipe;

@@ -8,10 +8,14 @@
 pub(super) mod apps;
 pub(super) mod clients;
 pub(super) mod compute;
+pub(super) mod daemon_identity;
+pub(super) mod health;
 pub(super) mod identity;
 pub(super) mod limits;
 pub(super) mod liveness;
+pub(super) mod log;
 pub(super) mod owner;
+pub(super) mod pipe;
 pub(super) mod request;
 pub(super) mod scope;
 pub(super) mod server_limits;

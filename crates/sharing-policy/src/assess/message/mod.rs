@@ -6,6 +6,7 @@
 //! Attest's sentences are in `attest/message.rs`.
 
 pub(super) mod liveness;
+pub(super) mod reach;
 pub(super) mod shm;
 
 use gpu_uuid::GpuUuid;

@@ -5,6 +5,7 @@
 //! `message/<family>.rs`, a family's own sentences, for the families moved here so far.
 //! Attest's sentences are in `attest/message.rs`.
 
+pub(super) mod answers;
 pub(super) mod capacity;
 pub(super) mod liveness;
 pub(super) mod reach;

@@ -1,7 +1,9 @@
 //! The recorded settings session's answers, as the checks of what the processes will be
-//! served with read them, and the GPU's device ordinal in the daemon's numbering.
+//! served with read them, and the GPU's device ordinal in the daemon's numbering. Reads only;
+//! the reasons it gives are worded in `message/answers.rs` ([`CAPTURE_AGAIN`], the fix the
+//! clients and limits families name, stays here while their wording does).
 
-use super::Context;
+use super::{Context, message};
 use crate::ReadOnlyCommand;
 use crate::served::DaemonProcess;
 use crate::session;
@@ -38,7 +40,7 @@ pub(super) fn settings<'a>(context: &Context<'a>) -> Answers<'a> {
         Some(record) => session::session_answers(record, context.directory.as_bytes()),
         // A first session that asked the defaults leaves nothing to ask on an idle daemon.
         None if !first.is_empty() => Ok(Vec::new()),
-        None => Err("the snapshot holds no settings query (captured before schema v3)".to_owned()),
+        None => Err(message::answers::no_settings_query()),
     };
     Answers { first, settings }
 }
@@ -57,7 +59,7 @@ pub(super) fn answer<'a>(
         return Ok(lines);
     }
     let settings = answers.settings.as_ref().map_err(Clone::clone)?;
-    asked(settings).ok_or_else(|| format!("the settings query did not ask `{}`", command.line()))
+    asked(settings).ok_or_else(|| message::answers::not_asked(command))
 }
 
 /// The GPU's ordinal as the daemon numbers its devices: its position in the daemon's
@@ -67,30 +69,23 @@ pub(super) fn daemon_ordinal(context: &Context<'_>) -> Result<u32, String> {
     let daemon = match &context.daemon {
         DaemonProcess::Found(daemon) => daemon,
         DaemonProcess::Unknown(why) => {
-            return Err(format!(
-                "which device number the daemon gives this GPU is unknown: {why}"
-            ));
+            return Err(message::answers::daemon_unknown(why));
         }
     };
-    let environ = daemon.environ.as_ref().ok_or_else(|| {
-        format!(
-            "which device number the daemon gives this GPU is unknown: /proc/{}/environ was not read",
-            daemon.pid
-        )
-    })?;
+    let environ = daemon
+        .environ
+        .as_ref()
+        .ok_or_else(|| message::answers::environ_unread(daemon.pid))?;
     let mask = environ
         .get("CUDA_VISIBLE_DEVICES")
         .map(crate::OsText::as_bytes);
     let placement = gpu_uuid::place(mask, context.table)
-        .map_err(|err| format!("the daemon's CUDA_VISIBLE_DEVICES: {err}"))?;
+        .map_err(|err| message::answers::visible_devices(&err))?;
     let pci = environ
         .get("CUDA_DEVICE_ORDER")
         .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
     if placement.relies_on_index_order() && !pci && !context.table.is_homogeneous() {
-        return Err(
-            "on this mixed-model host the daemon's CUDA device order may differ from nvidia-smi's"
-                .to_owned(),
-        );
+        return Err(message::answers::order_may_differ());
     }
     let rows = context.table.rows();
     placement
@@ -103,5 +98,5 @@ pub(super) fn daemon_ordinal(context: &Context<'_>) -> Result<u32, String> {
                 .is_some_and(|row| row.uuid == context.gpu)
         })
         .and_then(|position| u32::try_from(position).ok())
-        .ok_or_else(|| "the daemon does not serve this GPU".to_owned())
+        .ok_or_else(message::answers::gpu_not_served)
 }

@@ -5,7 +5,9 @@
 //! `message/<family>.rs`, a family's own sentences, for the families moved here so far.
 //! Attest's sentences are in `attest/message.rs`.
 
+pub(super) mod answers;
 pub(super) mod apps;
+pub(super) mod capacity;
 pub(super) mod clients;
 pub(super) mod compute;
 pub(super) mod daemon_identity;
@@ -16,9 +18,11 @@ pub(super) mod liveness;
 pub(super) mod log;
 pub(super) mod owner;
 pub(super) mod pipe;
+pub(super) mod reach;
 pub(super) mod request;
 pub(super) mod scope;
 pub(super) mod server_limits;
+pub(super) mod shm;
 
 use gpu_uuid::GpuUuid;
 

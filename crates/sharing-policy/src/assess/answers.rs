@@ -1,15 +1,11 @@
 //! The recorded settings session's answers, as the checks of what the processes will be
 //! served with read them, and the GPU's device ordinal in the daemon's numbering. Reads only;
-//! the reasons it gives are worded in `message/answers.rs` ([`CAPTURE_AGAIN`], the fix the
-//! clients and limits families name, stays here while their wording does).
+//! the reasons it gives are worded in `message/answers.rs`.
 
 use super::{Context, message};
 use crate::ReadOnlyCommand;
 use crate::served::DaemonProcess;
 use crate::session;
-
-/// How to record what a v1/v2 snapshot never asked.
-pub(super) const CAPTURE_AGAIN: &str = "capture the host again with this mps-preflight, which asks the daemon (with --require-verified this is a rejection)";
 
 /// The daemon's recorded answers the checks read: those of the first session (the default
 /// pinned-memory limits it asked with the server list; none in older snapshots), then those of

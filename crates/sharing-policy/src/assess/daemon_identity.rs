@@ -3,16 +3,12 @@
 //! local user can write. An unproven identity leaves every fact of the daemon's process
 //! (scope, multi-user mode, PID) unverified; a pid file naming another process is reported; a
 //! proven daemon run by an ordinary user serves only that user (starting a server for another
-//! UID is root-only). Decides only; the words are in `message/daemon_identity.rs` (but for
-//! [`PROVE`], which the scope family names too).
+//! UID is root-only). Decides only; the words are in `message/daemon_identity.rs`.
 
 use super::{Context, Findings, Served, message};
 use crate::daemon_identity::pid_file_disagreement;
 use crate::proc_text::effective_uid;
 use crate::served::DaemonProcess;
-
-/// How to let the probe prove the daemon's identity.
-pub(super) const PROVE: &str = "run the probe in the control daemon's PID namespace (on Kubernetes, a pod with hostPID: true) where /proc/locks is readable, check that the daemon runs (`ps -C nvidia-cuda-mps-control`) as root or as the owner of the pipe directory, and probe again (with --require-verified this is a rejection)";
 
 /// The lock proves the daemon; a pid file naming another process is reported, not used.
 pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut Findings) {

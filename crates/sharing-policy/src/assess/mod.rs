@@ -37,11 +37,10 @@ use gpu_uuid::{GpuTableView, GpuUuid};
 
 use crate::gpu;
 use crate::served::{self, DaemonProcess, ServedFacts};
-use crate::text::clause;
 use crate::{Code, Evidence, Finding, HostFacts, OsText, Request, Vocabulary};
 use pipe::PipeEvidence;
 
-use message::{control_path, daemon_rejection, inconsistent, start_command, unverified_finding};
+use message::{control_path, inconsistent, start_command};
 pub(crate) use pipe::MAX_SOCKET_PATH;
 
 /// How many findings the caller of [`explicit`] needs.

@@ -1,9 +1,9 @@
 //! The clients family's words: a client list or a client that could not be read, a stale
 //! client, a full server, and the live clients another job may share the GPU with.
 
+use super::CAPTURE_AGAIN;
 use super::unverified_finding;
 use crate::assess::Context;
-use crate::assess::answers::CAPTURE_AGAIN;
 use crate::assess::clients::{COMING, Stale};
 use crate::{Code, Finding, Pid};
 

@@ -2,7 +2,7 @@
 //! another process, and a daemon of an ordinary user other than the judged one.
 
 use super::super::Context;
-use super::super::daemon_identity::PROVE;
+use super::PROVE;
 use super::unverified_finding;
 use crate::{Code, Finding};
 

@@ -1,9 +1,9 @@
 //! The limits family's words: a server's state (`FAULT`, or unread), and the daemon's defaults
 //! against the request's stated minimums (active-thread percentage, pinned memory).
 
+use super::CAPTURE_AGAIN;
 use super::{daemon_rejection, unverified_finding};
 use crate::assess::Context;
-use crate::assess::answers::CAPTURE_AGAIN;
 use crate::{Code, Finding, MemSize, Percentage, Pid};
 
 /// The fix when the daemon cannot tell a server's state.

@@ -30,6 +30,12 @@ use super::Context;
 use crate::text::clause;
 use crate::{Code, EnvFacts, Finding, Vocabulary, start};
 
+/// How to let the probe prove the daemon's identity (the daemon's identity and scope families).
+pub(super) const PROVE: &str = "run the probe in the control daemon's PID namespace (on Kubernetes, a pod with hostPID: true) where /proc/locks is readable, check that the daemon runs (`ps -C nvidia-cuda-mps-control`) as root or as the owner of the pipe directory, and probe again (with --require-verified this is a rejection)";
+
+/// How to record what a v1/v2 snapshot never asked (the clients and limits families).
+pub(super) const CAPTURE_AGAIN: &str = "capture the host again with this mps-preflight, which asks the daemon (with --require-verified this is a rejection)";
+
 /// A prerequisite that could not be observed, in the one shape every such finding has:
 /// "`<mps>` could not verify `<what>`: `<why>`. To verify it, `<fix>`."
 pub(super) fn unverified_finding(

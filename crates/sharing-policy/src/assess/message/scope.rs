@@ -67,7 +67,7 @@ pub(in crate::assess) fn identity_unproven(context: &Context<'_>) -> Finding {
         Code::DaemonScopeUnverified,
         &what(&context.control_path()),
         why.to_owned(),
-        crate::assess::daemon_identity::PROVE,
+        super::PROVE,
     )
 }
 

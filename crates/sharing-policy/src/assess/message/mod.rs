@@ -1,9 +1,10 @@
 //! The wording of the checks of an explicit request: the walk (`assess/mod.rs`) and each
 //! family's module decide; this layer words. Here, the sentence shapes every family shares (an
 //! unverified prerequisite, a rejection about the daemon at the control path, an inconsistent
-//! snapshot) and the texts they name (the control path, the command that starts a daemon); in
-//! `message/<family>.rs`, a family's own sentences, for the families moved here so far.
-//! Attest's sentences are in `attest/message.rs`.
+//! snapshot), the texts they name (the control path, the command that starts a daemon) and the
+//! fix texts several families give; in `message/<family>.rs`, each family's own sentences,
+//! reasons and fixes, from the case its check decided. Attest's sentences are in
+//! `attest/message.rs`.
 
 pub(super) mod answers;
 pub(super) mod apps;

@@ -44,22 +44,13 @@ pub(in crate::assess) fn few_open_files(
 /// An advisory in its one shape: "`MPS` advises on GPU `gpu`: `what``effect`. To fix it,
 /// `fix`.", each name standing for its text.
 fn advisory(context: &Context<'_>, code: Code, what: String, effect: &str, fix: String) -> Finding {
-    Finding::new(
+    let gpu = context.gpu.to_string();
+    super::with_fix(
+        context,
         code,
-        context.words(),
-        [
-            context.words().mps(),
-            " advises on GPU ",
-            &context.gpu.to_string(),
-            ": ",
-            &what,
-            effect,
-            ". To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &[" advises on GPU ", &gpu, ": "],
         what,
+        effect,
         fix,
     )
 }

@@ -75,21 +75,15 @@ pub(in crate::assess) fn limit_reached(context: &Context<'_>, listed: u32, limit
         listed.saturating_add(COMING)
     );
     let fix = "wait until other jobs' clients on this GPU exit, or run this job on another GPU; also check that every DataLoader or environment worker that touches CUDA is needed, since each is a client".to_owned();
-    Finding::new(
+    let path = context.control_path();
+    let subject = [" cannot add two clients to the MPS server at ", &path, ": "];
+    let effect = ". A client beyond the limit fails at context creation";
+    super::with_fix(
+        context,
         Code::ServerClientLimitReached,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot add two clients to the MPS server at ",
-            &context.control_path(),
-            ": ",
-            &found,
-            ". A client beyond the limit fails at context creation. To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &subject,
         found,
+        effect,
         fix,
     )
 }
@@ -118,21 +112,19 @@ pub(in crate::assess) fn stale(
         "have the daemon's owner restart that server with all its clients: stop the job that still uses it, then echo shutdown_server {server} -f | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control (the daemon starts a new server for the next client); then retry",
         crate::shell_quote(&context.directory.to_string_lossy())
     );
-    Finding::new(
+    let path = context.control_path();
+    let subject = [
+        " would join an MPS server left in an undefined state at ",
+        &path,
+        ": ",
+    ];
+    let effect = ". A client killed without synchronising its GPU work leaves the server in an undefined state, and NVIDIA says the server and all its clients must be restarted; a new client may hang at CUDA init";
+    super::with_fix(
+        context,
         Code::StaleServerClient,
-        context.words(),
-        [
-            context.words().mps(),
-            " would join an MPS server left in an undefined state at ",
-            &context.control_path(),
-            ": ",
-            &found,
-            ". A client killed without synchronising its GPU work leaves the server in an undefined state, and NVIDIA says the server and all its clients must be restarted; a new client may hang at CUDA init. To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &subject,
         found,
+        effect,
         fix,
     )
 }

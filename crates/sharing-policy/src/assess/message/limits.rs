@@ -2,7 +2,7 @@
 //! against the request's stated minimums (active-thread percentage, pinned memory).
 
 use super::CAPTURE_AGAIN;
-use super::{daemon_rejection, unverified_finding};
+use super::{daemon_rejection, unverified_finding, with_fix};
 use crate::assess::Context;
 use crate::{Code, Finding, MemSize, Percentage, Pid};
 
@@ -47,19 +47,13 @@ pub(in crate::assess) fn fault(context: &Context<'_>, pid: Pid) -> Finding {
 pub(in crate::assess) fn percentage_unrecognized(context: &Context<'_>) -> Finding {
     let why = "the liveness line is not the daemon's %.1f active-thread percentage, so --min-active-thread-percentage cannot be checked".to_owned();
     let fix = "check the daemon by hand: printf 'get_default_active_thread_percentage\\n' | nvidia-cuda-mps-control".to_owned();
-    Finding::new(
+    let subject = [" could not read the control daemon's default active-thread percentage: "];
+    with_fix(
+        context,
         Code::DaemonAnswerUnrecognized,
-        context.words(),
-        [
-            context.words().mps(),
-            " could not read the control daemon's default active-thread percentage: ",
-            &why,
-            ". To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &subject,
         why,
+        "",
         fix,
     )
 }
@@ -78,23 +72,21 @@ pub(in crate::assess) fn below_percentage(
         "the daemon's owner runs echo set_default_active_thread_percentage {wanted} | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control (servers started afterwards get it), or the operator gives this job a larger share in the device plugin's MPS config (fewer replicas per GPU)",
         crate::shell_quote(&context.directory.to_string_lossy())
     );
-    Finding::new(
+    let (gpu, path) = (context.gpu.to_string(), context.control_path());
+    let subject = [
+        " cannot give each client the required share of GPU ",
+        &gpu,
+        " through ",
+        &path,
+        ": ",
+    ];
+    let effect = " (a client cannot raise its own above the daemon's)";
+    with_fix(
+        context,
         Code::ActiveThreadPercentageBelowRequirement,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot give each client the required share of GPU ",
-            &context.gpu.to_string(),
-            " through ",
-            &context.control_path(),
-            ": ",
-            &what,
-            " (a client cannot raise its own above the daemon's). To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &subject,
         what,
+        effect,
         fix,
     )
 }
@@ -126,21 +118,18 @@ pub(in crate::assess) fn below_pinned(
         context.gpu
     );
     let fix = "the daemon's owner raises it with set_default_device_pinned_mem_limit <device> <size> (servers started afterwards get it), or the operator gives this job more memory in the device plugin's MPS config (fewer replicas per GPU)".to_owned();
-    Finding::new(
+    let path = context.control_path();
+    let subject = [
+        " cannot give each client the required device memory through ",
+        &path,
+        ": ",
+    ];
+    with_fix(
+        context,
         Code::PinnedMemBelowRequirement,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot give each client the required device memory through ",
-            &context.control_path(),
-            ": ",
-            &what,
-            ". To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &subject,
         what,
+        "",
         fix,
     )
 }

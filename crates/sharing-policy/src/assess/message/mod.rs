@@ -70,26 +70,31 @@ pub(super) fn daemon_rejection(
     effect: &str,
     fix: String,
 ) -> Finding {
-    Finding::new(
-        code,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot share GPU ",
-            &context.gpu.to_string(),
-            " through the control daemon at ",
-            &context.control_path(),
-            ": ",
-            &found,
-            effect,
-            ". To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        found,
-        fix,
-    )
+    let (gpu, path) = (context.gpu.to_string(), context.control_path());
+    let subject = [
+        " cannot share GPU ",
+        &gpu,
+        " through the control daemon at ",
+        &path,
+        ": ",
+    ];
+    with_fix(context, code, &subject, found, effect, fix)
+}
+
+/// The shape of a finding that says what was found, what follows from it, and how to fix it:
+/// "`<mps>``<subject>``<found>``<effect>`. To fix it, `<fix>`.", each name standing for its
+/// text (`subject` in pieces, so a GPU or a path is not joined twice). The reason is `found`.
+pub(super) fn with_fix(
+    context: &Context<'_>,
+    code: Code,
+    subject: &[&str],
+    found: String,
+    effect: &str,
+    fix: String,
+) -> Finding {
+    let tail = [found.as_str(), effect, ". To fix it, ", &fix, "."];
+    let message = [&[context.words().mps()], subject, &tail].concat().concat();
+    Finding::new(code, context.words(), message, found, fix)
 }
 
 pub(super) fn inconsistent(words: Vocabulary, what: String) -> Finding {

@@ -63,23 +63,21 @@ pub(in crate::assess) fn unreachable(
     let fix = format!(
         "chmod {class}+{letter} {path}, or start the daemon with a CUDA_MPS_PIPE_DIRECTORY that every job user can reach (each directory above it searchable by others)"
     );
-    Finding::new(
+    let (gpu, path) = (context.gpu.to_string(), context.control_path());
+    let subject = [
+        " cannot share GPU ",
+        &gpu,
+        " through ",
+        &path,
+        ": the MPS server runs as the client's user, and ",
+    ];
+    let effect = ", so the server crash-loops with EACCES while the daemon still answers queries";
+    super::with_fix(
+        context,
         Code::PipeDirectoryUnreachable,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot share GPU ",
-            &context.gpu.to_string(),
-            " through ",
-            &context.control_path(),
-            ": the MPS server runs as the client's user, and ",
-            &what,
-            ", so the server crash-loops with EACCES while the daemon still answers queries. To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &subject,
         what,
+        effect,
         fix,
     )
 }

@@ -1,7 +1,7 @@
 //! The server limits family's words: a running server's own active-thread percentage or
 //! pinned-memory limit below the stated minimum, or unread.
 
-use super::unverified_finding;
+use super::{unverified_finding, with_fix};
 use crate::assess::Context;
 use crate::{Code, Finding, MemSize, Percentage, Pid};
 
@@ -75,23 +75,13 @@ pub(in crate::assess) fn pinned_unverified(context: &Context<'_>, why: String) -
 
 /// A running server's limit below a stated minimum: `what` it applies, and the `fix`.
 fn below(context: &Context<'_>, code: Code, what: String, fix: String) -> Finding {
-    Finding::new(
-        code,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot give each client the required share of GPU ",
-            &context.gpu.to_string(),
-            " through ",
-            &context.control_path(),
-            ": ",
-            &what,
-            ". To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        what,
-        fix,
-    )
+    let (gpu, path) = (context.gpu.to_string(), context.control_path());
+    let subject = [
+        " cannot give each client the required share of GPU ",
+        &gpu,
+        " through ",
+        &path,
+        ": ",
+    ];
+    with_fix(context, code, &subject, what, "", fix)
 }

@@ -63,25 +63,11 @@ pub(in crate::assess) fn not_shared(
         daemon.map(describe).unwrap_or_default()
     );
     let fix = "run the job in the daemon's IPC and mount setup: on Kubernetes give the pod hostIPC: true or mount the host's /dev/shm at /dev/shm (the same one the daemon's pod mounts); in a container runtime pass --ipc=host; or run the daemon inside the job's container".to_owned();
-    Finding::new(
-        Code::ShmNotShared,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot share GPU ",
-            &context.gpu.to_string(),
-            " through ",
-            &context.control_path(),
-            ": ",
-            &what,
-            ", so clients fail at CUDA init (error 805, a segfault in cudaSetDevice, or SIGBUS). To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
-        what,
-        fix,
-    )
+    let (gpu, path) = (context.gpu.to_string(), context.control_path());
+    let subject = [" cannot share GPU ", &gpu, " through ", &path, ": "];
+    let effect =
+        ", so clients fail at CUDA init (error 805, a segfault in cudaSetDevice, or SIGBUS)";
+    super::with_fix(context, Code::ShmNotShared, &subject, what, effect, fix)
 }
 
 /// The finding for a caller's `/dev/shm` whose free space was not read, so `--min-shm`
@@ -123,19 +109,14 @@ pub(in crate::assess) fn below_requirement(
         caller.total_bytes.unwrap_or_default() / (1024 * 1024)
     );
     let fix = "remove stale files from /dev/shm (ls -la /dev/shm: leftovers of killed jobs), or give the job a larger /dev/shm (on Kubernetes an emptyDir with medium: Memory and a sizeLimit at /dev/shm; docker --shm-size)".to_owned();
-    Finding::new(
+    let subject = [" cannot give the clients room in /dev/shm: "];
+    let effect = ", so clients can die with SIGBUS or fail at CUDA init";
+    super::with_fix(
+        context,
         Code::ShmBelowRequirement,
-        context.words(),
-        [
-            context.words().mps(),
-            " cannot give the clients room in /dev/shm: ",
-            &what,
-            ", so clients can die with SIGBUS or fail at CUDA init. To fix it, ",
-            &fix,
-            ".",
-        ]
-        .concat(),
+        &subject,
         what,
+        effect,
         fix,
     )
 }

@@ -112,6 +112,23 @@ pub(crate) enum Command {
     Man,
 }
 
+/// `command` (a subcommand being built) with `augment`'s arguments and `T`'s long help. The
+/// variant's about (its doc comment) is kept: an arguments struct's own doc comment would
+/// otherwise replace it, now that the struct is added last.
+fn with_args_and_help<T: LongHelp>(
+    command: clap::Command,
+    augment: fn(clap::Command) -> clap::Command,
+) -> clap::Command {
+    let about = command.get_about().cloned();
+    let command = augment(command);
+    match about {
+        Some(about) => command.about(about),
+        None => command,
+    }
+    .long_about(T::long_about())
+    .after_help(T::after_help())
+}
+
 /// A subcommand's long help: its `--help` text, built only when that subcommand is parsed or
 /// its help printed ([`Deferred`]).
 pub(crate) trait LongHelp {
@@ -149,33 +166,11 @@ impl<T: FromArgMatches> FromArgMatches for Deferred<T> {
 
 impl<T: Args + LongHelp> Args for Deferred<T> {
     fn augment_args(command: clap::Command) -> clap::Command {
-        command.defer(|command| {
-            // The variant's about (its doc comment), which an arguments struct's own doc
-            // comment would otherwise replace now that the struct is added last.
-            let about = command.get_about().cloned();
-            let command = T::augment_args(command);
-            match about {
-                Some(about) => command.about(about),
-                None => command,
-            }
-            .long_about(T::long_about())
-            .after_help(T::after_help())
-        })
+        command.defer(|command| with_args_and_help::<T>(command, T::augment_args))
     }
 
     fn augment_args_for_update(command: clap::Command) -> clap::Command {
-        command.defer(|command| {
-            // The variant's about (its doc comment), which an arguments struct's own doc
-            // comment would otherwise replace now that the struct is added last.
-            let about = command.get_about().cloned();
-            let command = T::augment_args_for_update(command);
-            match about {
-                Some(about) => command.about(about),
-                None => command,
-            }
-            .long_about(T::long_about())
-            .after_help(T::after_help())
-        })
+        command.defer(|command| with_args_and_help::<T>(command, T::augment_args_for_update))
     }
 
     fn group_id() -> Option<clap::Id> {

@@ -19,6 +19,7 @@ mod gpu;
 mod host_extra;
 mod lock;
 mod log_facts;
+mod message;
 mod namespace;
 mod proc_text;
 mod process;

@@ -1,0 +1,9 @@
+//! The words of the statuses the interpretation modules read from a snapshot: the lower floor of
+//! the message layer.
+//!
+//! The interpretation modules (`daemon.rs`, `session.rs`, `gpu.rs`, `lock.rs`, `served.rs`,
+//! `access.rs`, `daemon_log.rs`) read the recorded answers and facts into structured statuses
+//! and decide nothing about words. Here, each status is worded: `message/<module>.rs` holds the
+//! sentences of `<module>.rs`'s statuses. The checks' findings (`assess/message/`) and attest's
+//! verdicts (`attest/message.rs`) quote these words; this floor imports the statuses and
+//! nothing that words or judges above it, so no interpretation module imports it.

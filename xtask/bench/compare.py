@@ -12,6 +12,10 @@ log's first lines, as a real daemon does, so the probe proves it and scans no /p
 without a pid file (470/535) and with one naming the stand-in (550+).
 Floors (floor.c, a tiny C program run as a whole process): the queries the newest build makes on
 that host (read from its `capture`), one after the other.
+With --seed, the seed too: the reference module (crates/mps-preflight-py/bench/, the seed
+re-indented) run as a command on each served host, the way a launcher's shell step would (a
+fresh interpreter imports it and probes with a torch stand-in; real torch would add its import),
+spawned as the builds are, so that "N times faster than the seed" is read in the same run.
 Every run must exit as expected. Prints each case's median and minimum in milliseconds.
 """
 
@@ -24,12 +28,14 @@ import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+SEED_BENCH = REPO / "crates/mps-preflight-py/bench"
 PROBE = "probe --request mps --learner-device cuda:0 --collector-device cuda:0 --backend mjwarp".split()
 
 
@@ -91,9 +97,35 @@ def floor_queries(builds: list[tuple[str, str]], host: Path) -> list[str]:
     return queries
 
 
+def seed_cases(hosts: dict[str, Path]) -> list[tuple[str, list[str], str, int]]:
+    """The seed run as a command on the served hosts, each checked to validate there first."""
+    sys.path.insert(0, str(SEED_BENCH))
+    from bench_probe import REFERENCE_COMMAND, UUID
+
+    cases = []
+    for host, label in (("served", "served, no pid file"), ("served-pid-file", "served, pid file")):
+        argv = [sys.executable, "-c", REFERENCE_COMMAND, str(SEED_BENCH), UUID]
+        env = {"PATH": str(hosts[host] / "bin"), "CUDA_MPS_PIPE_DIRECTORY": str(hosts[host] / "pipe")}
+        answer = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+        if "'validated': True" not in answer:
+            raise SystemExit(f"the seed does not validate on {host}: {answer[:400]!r}")
+        cases.append((f"seed as a command: probe, {label}", argv, host, 0))
+    return cases
+
+
+def print_seed_ratios(builds: list[tuple[str, str]], times: dict[str, list[float]]) -> None:
+    """Each build's served probe against the seed's, medians from the same run."""
+    for label, _ in builds:
+        for host in ("served, no pid file", "served, pid file"):
+            seed = statistics.median(times[f"seed as a command: probe, {host}"])
+            build = statistics.median(times[f"{label}: probe, {host}"])
+            print(f"seed / {label}, {host}: {seed / build:.2f}x (target >= 14x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--seed", action="store_true", help="also time the seed run as a command on the served hosts")
     parser.add_argument("builds", nargs="+", help="LABEL=PATH")
     args = parser.parse_args()
     builds = [tuple(item.split("=", 1)) for item in args.builds]
@@ -120,6 +152,8 @@ def main() -> None:
                 (f"{label}: probe, idle, pid file", [path, *PROBE], "idle-pid-file", 0),
                 (f"{label}: probe, served, pid file", [path, *PROBE], "served-pid-file", 0),
             ]
+        if args.seed:
+            cases += seed_cases(hosts)
         times: dict[str, list[float]] = {case[0]: [] for case in cases}
         load = open("/proc/loadavg").read().split()[:3]
         for run in range(args.runs + 3):
@@ -137,6 +171,8 @@ def main() -> None:
         print("| case | median ms | min ms |\n|---|---:|---:|")
         for name, samples in times.items():
             print(f"| {name} | {statistics.median(samples):.3f} | {min(samples):.3f} |")
+        if args.seed:
+            print_seed_ratios(builds, times)
     finally:
         for item in keep:
             if isinstance(item, subprocess.Popen):

@@ -57,15 +57,16 @@ def build(root: Path) -> tuple[dict[str, Path], list[object]]:
             listener.bind(str(host / "pipe" / "control"))
             listener.listen()
             keep.append(listener)
-            keep.append(start_daemon(root, host))
+            daemon = start_daemon(root, host)
+            keep.append(daemon)
             if pid_file:
-                (host / "pipe" / "nvidia-cuda-mps-control.pid").write_text(f"{keep[-1].pid}\n")
+                (host / "pipe" / "nvidia-cuda-mps-control.pid").write_text(f"{daemon.pid}\n")
             hosts[host.name] = host
     subprocess.run(["cc", "-O2", "-o", str(root / "floor"), str(HERE / "floor.c")], check=True)
     return hosts, keep
 
 
-def start_daemon(root: Path, host: Path) -> subprocess.Popen:
+def start_daemon(root: Path, host: Path) -> subprocess.Popen[bytes]:
     """The host's stand-in control daemon, running once it holds the lock and wrote its log."""
     program = host / "nvidia-cuda-mps-control"
     if not (root / "stand-in-daemon").exists():

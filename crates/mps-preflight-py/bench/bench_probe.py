@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -105,7 +106,7 @@ def side_by_side(runs: int) -> dict[str, list[float]]:
     def in_memory(argv: list[str], **_: object) -> SimpleNamespace:
         return SimpleNamespace(stdout=answers[argv[0]], stderr="", returncode=0)
 
-    cases = {
+    cases: dict[str, Callable[[], object]] = {
         "reference probe_cuda_process_sharing (stand-in torch)": lambda: reference.probe_cuda_process_sharing(
             "mps", "cuda:0", "cuda:0", backend="mjwarp", torch_module=torch
         ),

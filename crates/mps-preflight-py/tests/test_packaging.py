@@ -41,6 +41,22 @@ def test_mypy_strict_rejects_a_typo_and_a_write_on_evidence() -> None:
     assert "Found 2 errors" in bad.stdout, bad.stdout
 
 
+def test_the_benchmarks_type_check_under_mypy_strict() -> None:
+    # The benches are run by hand, not by the tests: type-checking them here keeps them runnable
+    # as the package's API moves. The seed's copy imports torch lazily (not installed here),
+    # so imported modules are checked only where the benches use them.
+    repo = HERE.parents[2]
+    benches = [HERE.parent / "bench" / "bench_probe.py", repo / "xtask" / "bench" / "compare.py"]
+    ok = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent", *map(str, benches)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=HERE,
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
 def test_the_typed_dicts_are_importable_at_runtime() -> None:
     import mps_preflight
 

@@ -32,7 +32,7 @@ mod unobserved;
 mod verdict;
 mod vocabulary;
 
-pub use access::{Blocked, Class, Need, Reach, pipe_reach};
+pub use access::{Blocked, Class, Need, PathUnknown, Reach, ReachUnknown, pipe_reach};
 pub use access_facts::{
     EntryKind, LOG_FIFO_NAME, POSIX_ACL_XATTR, PathEntry, PipeAccessFacts, SELINUX_ENFORCE_PATH,
     UserGroups, path_prefixes,

@@ -48,7 +48,6 @@ pub use class::CodeClass;
 pub use code::Code;
 pub use compute_apps::{COMPUTE_APPS_QUERY_ARGS, compute_apps_wanted};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
-pub use daemon_log::daemon_log_directory;
 pub use device::cuda_index;
 pub use evidence::Evidence;
 pub use facts::{
@@ -67,6 +66,7 @@ pub use host_extra::{
 };
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
+pub use message::daemon_log::daemon_log_directory;
 pub use mps_protocol::{
     Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, FIRST_SESSION_ORDINALS,
     GPU_QUERY_PROGRAM, MemSize, OsText, Percentage, Pid, QueryOutcome, QueryRecord,

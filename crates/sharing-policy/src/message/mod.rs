@@ -9,3 +9,5 @@
 //! nothing that words or judges above it, so no interpretation module imports it.
 
 pub(crate) mod access;
+pub(crate) mod daemon_log;
+pub(crate) mod served;

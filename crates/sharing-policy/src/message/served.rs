@@ -107,3 +107,18 @@ pub(crate) fn excluded_detail(served: &[GpuUuid]) -> String {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unparsed_uid_line_is_quoted_and_an_empty_mask_serves_nothing() {
+        let why = OwnerUnknown::UidUnparsed("1000".to_owned());
+        assert_eq!(
+            owner_unknown(&why),
+            "its /proc status Uid line \"1000\" does not parse"
+        );
+        assert_eq!(excluded_detail(&[]), "it makes no GPU visible");
+    }
+}

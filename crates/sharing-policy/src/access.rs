@@ -92,8 +92,65 @@ pub enum Reach {
     Granted,
     /// A path denies it.
     Blocked(Blocked),
-    /// It cannot be told; why.
-    Unverified(String),
+    /// It cannot be told; why (its `Display` words it).
+    Unverified(ReachUnknown),
+}
+
+/// Why a user's reach cannot be told: the first uncertainty met on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReachUnknown {
+    /// The user's groups were not recorded: the recorded error, if any.
+    GroupsUnread(Option<String>),
+    /// The groups recorded are another user's.
+    GroupsOfAnotherUser {
+        /// The UID whose groups were recorded.
+        recorded: u32,
+        /// The UID judged.
+        judged: u32,
+    },
+    /// The pipe directory is not an absolute path.
+    PipeNotAbsolute,
+    /// The log directory is not an absolute path.
+    LogNotAbsolute,
+    /// The log directory is unknown: why, as recorded, if recorded.
+    LogUnknown(Option<String>),
+    /// A path on the way cannot be judged.
+    Path {
+        /// The path.
+        path: OsText,
+        /// Why.
+        why: PathUnknown,
+    },
+    /// Whether `SELinux` enforces could not be read: the recorded error.
+    SelinuxUnread(String),
+    /// `SELinux` enforces: its policy may deny what the modes allow.
+    SelinuxEnforces,
+    /// The enforce file reads neither 0 nor 1: what it reads.
+    SelinuxUnclear(String),
+}
+
+/// Why one path on the way cannot be judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathUnknown {
+    /// `lstat` failed: the recorded error, if any.
+    LstatFailed(Option<String>),
+    /// A symbolic link (not followed).
+    Symlink,
+    /// It does not exist.
+    Missing,
+    /// It is another kind of file than the one needed.
+    WrongKind {
+        /// What it is.
+        found: EntryKind,
+        /// What is needed.
+        needed: EntryKind,
+    },
+    /// Its mode or owner was not recorded.
+    ModeUnrecorded,
+    /// It carries a POSIX ACL, which the mode bits do not show.
+    Acl,
+    /// Whether it carries a POSIX ACL could not be read: the recorded error, if any.
+    AclUnread(Option<String>),
 }
 
 /// Whether `uid` reaches what [`PipeAccessFacts`] recorded: search on every directory from
@@ -105,22 +162,18 @@ pub fn pipe_reach(facts: &PipeAccessFacts, uid: u32) -> Reach {
         return Reach::Root;
     }
     let Some(user) = &facts.user else {
-        let why = facts
-            .user_error
-            .clone()
-            .unwrap_or_else(|| "the user's groups were not recorded".to_owned());
-        return Reach::Unverified(why);
+        return Reach::Unverified(ReachUnknown::GroupsUnread(facts.user_error.clone()));
     };
     if user.uid != uid {
-        return Reach::Unverified(format!(
-            "the groups recorded are UID {}'s, not UID {uid}'s (capture with --as-user {uid})",
-            user.uid
-        ));
+        return Reach::Unverified(ReachUnknown::GroupsOfAnotherUser {
+            recorded: user.uid,
+            judged: uid,
+        });
     }
     let mut needs: Vec<(&PathEntry, Need)> = Vec::new();
-    let mut unknown: Option<String> = None;
+    let mut unknown: Option<ReachUnknown> = None;
     if facts.pipe_path.is_empty() {
-        unknown = Some("the pipe directory is not an absolute path".to_owned());
+        unknown = Some(ReachUnknown::PipeNotAbsolute);
     }
     needs.extend(facts.pipe_path.iter().map(|entry| (entry, Need::Search)));
     needs.push((&facts.control, Need::Connect));
@@ -131,14 +184,10 @@ pub fn pipe_reach(facts: &PipeAccessFacts, uid: u32) -> Reach {
             needs.extend(path.iter().take(above).map(|entry| (entry, Need::Search)));
         }
         Some(_) => {
-            unknown.get_or_insert_with(|| "the log directory is not an absolute path".to_owned());
+            unknown.get_or_insert(ReachUnknown::LogNotAbsolute);
         }
         None => {
-            let why = facts
-                .log_unknown
-                .clone()
-                .unwrap_or_else(|| "not recorded".to_owned());
-            unknown.get_or_insert_with(|| format!("the log directory is unknown ({why})"));
+            unknown.get_or_insert_with(|| ReachUnknown::LogUnknown(facts.log_unknown.clone()));
         }
     }
     let groups = |gid: u32| user.gid == gid || user.groups.contains(&gid);
@@ -147,7 +196,10 @@ pub fn pipe_reach(facts: &PipeAccessFacts, uid: u32) -> Reach {
             Judged::Granted => {}
             Judged::Denied(blocked) => return Reach::Blocked(blocked),
             Judged::Unknown(why) => {
-                unknown.get_or_insert(why);
+                unknown.get_or_insert_with(|| ReachUnknown::Path {
+                    path: entry.path.clone(),
+                    why,
+                });
             }
         }
     }
@@ -163,26 +215,26 @@ pub fn pipe_reach(facts: &PipeAccessFacts, uid: u32) -> Reach {
 enum Judged {
     Granted,
     Denied(Blocked),
-    Unknown(String),
+    Unknown(PathUnknown),
 }
 
 fn judge(entry: &PathEntry, need: Need, uid: u32, groups: &dyn Fn(u32) -> bool) -> Judged {
-    let path = entry.path.to_string_lossy();
-    let unknown = |what: &str| Judged::Unknown(format!("{path}: {what}"));
     let Some(kind) = entry.kind else {
-        let error = entry.error.as_deref().unwrap_or("not recorded");
-        return unknown(&format!("lstat failed ({error})"));
+        return Judged::Unknown(PathUnknown::LstatFailed(entry.error.clone()));
     };
     match kind {
-        EntryKind::Symlink => return unknown("a symbolic link (not followed)"),
-        EntryKind::Missing => return unknown("does not exist"),
-        kind if kind != need.kind() => {
-            return unknown(&format!("is a {kind:?}, not a {:?}", need.kind()));
+        EntryKind::Symlink => return Judged::Unknown(PathUnknown::Symlink),
+        EntryKind::Missing => return Judged::Unknown(PathUnknown::Missing),
+        found if found != need.kind() => {
+            return Judged::Unknown(PathUnknown::WrongKind {
+                found,
+                needed: need.kind(),
+            });
         }
         _ => {}
     }
     let (Some(mode), Some(owner), Some(group)) = (entry.mode, entry.uid, entry.gid) else {
-        return unknown("its mode or owner was not recorded");
+        return Judged::Unknown(PathUnknown::ModeUnrecorded);
     };
     let class = if owner == uid {
         Class::Owner
@@ -207,32 +259,21 @@ fn judge(entry: &PathEntry, need: Need, uid: u32, groups: &dyn Fn(u32) -> bool) 
             uid: owner,
             gid: group,
         }),
-        Some(true) => unknown("carries a POSIX ACL, which the mode bits do not show"),
-        None => unknown(&format!(
-            "whether it carries a POSIX ACL could not be read ({})",
-            entry.error.as_deref().unwrap_or("not recorded")
-        )),
+        Some(true) => Judged::Unknown(PathUnknown::Acl),
+        None => Judged::Unknown(PathUnknown::AclUnread(entry.error.clone())),
     }
 }
 
 /// Why `SELinux` makes the answer uncertain, if it does: when it enforces, its policy may deny
 /// what the modes allow (the labels are not judged here).
-fn selinux(facts: &PipeAccessFacts) -> Option<String> {
+fn selinux(facts: &PipeAccessFacts) -> Option<ReachUnknown> {
     if let Some(error) = &facts.selinux_error {
-        return Some(format!(
-            "whether SELinux enforces could not be read ({}: {error})",
-            crate::SELINUX_ENFORCE_PATH
-        ));
+        return Some(ReachUnknown::SelinuxUnread(error.clone()));
     }
     match facts.selinux_enforce.as_deref().map(str::trim) {
         None | Some("0") => None,
-        Some("1") => Some(
-            "SELinux enforces, and its policy may deny the server what the modes allow".to_owned(),
-        ),
-        Some(other) => Some(format!(
-            "{} reads {other:?}, neither 0 nor 1",
-            crate::SELINUX_ENFORCE_PATH
-        )),
+        Some("1") => Some(ReachUnknown::SelinuxEnforces),
+        Some(other) => Some(ReachUnknown::SelinuxUnclear(other.to_owned())),
     }
 }
 

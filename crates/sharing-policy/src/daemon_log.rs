@@ -1,5 +1,6 @@
 //! The control daemon's own log (`<log directory>/control.log`, and `server.log` when
-//! present): where `mps-host` reads it ([`daemon_log_directory`]), the raw record it keeps
+//! present): where `mps-host` reads it ([`log_directory`], worded for it by
+//! [`crate::daemon_log_directory`]), the raw record it keeps
 //! ([`crate::DaemonLogFacts`]), and what its lines say ([`read_log`]). Every line starts
 //! `[YYYY-MM-DD HH:MM:SS.mmm <Kind> <pid>] ` and the kind word varies (`Control`, `Server`,
 //! `Other`, `Legacy Server`), so a line is read by the text after its first `] `
@@ -7,43 +8,42 @@
 
 use crate::OsText;
 use crate::log_facts::DEFAULT_LOG_DIRECTORY;
-use crate::served::{self, DaemonProcess};
+use crate::served::{self, DaemonProcess, NotIdentified};
 
 /// `ENOENT`: the file does not exist.
 pub(crate) const ENOENT: i32 = 2;
 
+/// Why the daemon's log directory cannot be decided.
+pub(crate) enum LogDirectoryUnknown<'a> {
+    /// The daemon's process is not proven, for this reason.
+    NotProven(NotIdentified<'a>),
+    /// The proven daemon's environment was not read: its PID and the recorded error, if any.
+    EnvironUnread { pid: i64, error: Option<&'a str> },
+}
+
 /// The log directory of the control daemon serving `pipe_directory`, from the proven
 /// daemon's own environment (`CUDA_MPS_LOG_DIRECTORY`, else [`DEFAULT_LOG_DIRECTORY`]): what
 /// `mps-host` reads. No other process's word is taken.
-///
-/// # Errors
-///
-/// Why the directory cannot be decided: the daemon's process is not proven, or its
-/// environment was not read.
-pub fn daemon_log_directory(
-    facts: &crate::HostFacts,
+pub(crate) fn log_directory<'a>(
+    facts: &'a crate::HostFacts,
     pipe_directory: &[u8],
-) -> Result<OsText, String> {
+) -> Result<OsText, LogDirectoryUnknown<'a>> {
     match served::identify(facts, pipe_directory) {
         DaemonProcess::Found(process) => {
-            let environ = process.environ.as_ref().ok_or_else(|| {
-                let error = process
-                    .errors
-                    .get("environ")
-                    .map_or("not read", String::as_str);
-                format!(
-                    "the control daemon's environment (PID {}) could not be read: {error}",
-                    process.pid
-                )
-            })?;
+            let environ =
+                process
+                    .environ
+                    .as_ref()
+                    .ok_or_else(|| LogDirectoryUnknown::EnvironUnread {
+                        pid: process.pid,
+                        error: process.errors.get("environ").map(String::as_str),
+                    })?;
             Ok(match environ.get("CUDA_MPS_LOG_DIRECTORY") {
                 Some(dir) if !dir.as_bytes().is_empty() => dir.clone(),
                 _ => OsText::from(DEFAULT_LOG_DIRECTORY),
             })
         }
-        DaemonProcess::Unknown(why) => Err(format!(
-            "the control daemon's process is not proven ({why}), so its log directory is unknown"
-        )),
+        DaemonProcess::Unknown(why) => Err(LogDirectoryUnknown::NotProven(why)),
     }
 }
 

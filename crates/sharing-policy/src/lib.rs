@@ -32,7 +32,7 @@ mod unobserved;
 mod verdict;
 mod vocabulary;
 
-pub use access::{Blocked, Class, Need, Reach, pipe_reach};
+pub use access::{Blocked, Class, Need, PathUnknown, Reach, ReachUnknown, pipe_reach};
 pub use access_facts::{
     EntryKind, LOG_FIFO_NAME, POSIX_ACL_XATTR, PathEntry, PipeAccessFacts, SELINUX_ENFORCE_PATH,
     UserGroups, path_prefixes,
@@ -48,7 +48,6 @@ pub use class::CodeClass;
 pub use code::Code;
 pub use compute_apps::{COMPUTE_APPS_QUERY_ARGS, compute_apps_wanted};
 pub use daemon::reference::REFERENCE_DAEMON_STDIN;
-pub use daemon_log::daemon_log_directory;
 pub use device::cuda_index;
 pub use evidence::Evidence;
 pub use facts::{
@@ -67,6 +66,7 @@ pub use host_extra::{
 };
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
+pub use message::daemon_log::daemon_log_directory;
 pub use mps_protocol::{
     Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, FIRST_SESSION_ORDINALS,
     GPU_QUERY_PROGRAM, MemSize, OsText, Percentage, Pid, QueryOutcome, QueryRecord,

@@ -2,7 +2,7 @@
 //! through it"): the listed servers' owners, the control daemon's process, its GPU scope and
 //! whether it runs in multi-user mode. Pure: everything comes from the snapshot.
 
-use gpu_uuid::{GpuTableView, GpuUuid, VisibleDevices, VisibleEntry};
+use gpu_uuid::{GpuTableView, GpuUuid, ResolveError, VisibleDevices, VisibleEntry};
 
 use crate::daemon::{self, DaemonStatus};
 use crate::gpu::{HostTableError, TableText};
@@ -130,7 +130,20 @@ pub(crate) enum Owner {
     /// Its effective UID.
     Uid(u32),
     /// Why it is not known.
-    Unknown(String),
+    Unknown(OwnerUnknown),
+}
+
+/// Why a listed server's owner is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OwnerUnknown {
+    /// Its process was not observed.
+    NotObserved,
+    /// Another process runs under that number: why, as [`crate::namespace`] words it.
+    NotAServer(String),
+    /// Its `/proc` status `Uid:` line, as recorded, does not parse.
+    UidUnparsed(String),
+    /// Its `/proc` status was not read: why, as [`crate::proc_text`] words it.
+    StatusUnread(String),
 }
 
 /// The owner of each listed server PID, in order.
@@ -142,18 +155,21 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
                 .as_ref()
                 .and_then(|all| all.iter().find(|process| process.pid == pid));
             let owner = match process {
-                None => Owner::Unknown("its process was not observed".to_owned()),
+                None => Owner::Unknown(OwnerUnknown::NotObserved),
                 // Another process under that number: its owner proves nothing.
                 Some(process) if crate::namespace::not_a_server(process).is_some() => {
-                    Owner::Unknown(crate::namespace::not_a_server(process).unwrap_or_default())
+                    Owner::Unknown(OwnerUnknown::NotAServer(
+                        crate::namespace::not_a_server(process).unwrap_or_default(),
+                    ))
                 }
                 Some(process) => match process.status_uid.as_deref().map(effective_uid) {
                     Some(Some(uid)) => Owner::Uid(uid),
-                    Some(None) => Owner::Unknown(format!(
-                        "its /proc status Uid line {:?} does not parse",
-                        process.status_uid.as_deref().unwrap_or_default()
+                    Some(None) => Owner::Unknown(OwnerUnknown::UidUnparsed(
+                        process.status_uid.clone().unwrap_or_default(),
                     )),
-                    None => Owner::Unknown(read_error(process, "status")),
+                    None => {
+                        Owner::Unknown(OwnerUnknown::StatusUnread(read_error(process, "status")))
+                    }
                 },
             };
             (pid, owner)
@@ -164,7 +180,35 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
 /// The control daemon's process, or why it is not identified.
 pub(crate) enum DaemonProcess<'a> {
     Found(&'a ProcessFacts),
-    Unknown(String),
+    Unknown(NotIdentified<'a>),
+}
+
+/// Why the control daemon's process is not identified.
+pub(crate) enum NotIdentified<'a> {
+    /// The snapshot holds no observation of the daemon's process.
+    NotObserved,
+    /// The lock does not prove it: why, as [`crate::daemon_identity`] words it.
+    NotByLock(String),
+    /// The pid file names this process, whose command line is not the control program (a
+    /// stale pid file whose PID was reused).
+    ReusedPid(&'a ProcessFacts),
+    /// The pid file's daemon process was not observed.
+    PidFileProcessNotObserved,
+    /// What the scan of `/proc` recorded in `search` found.
+    Scan {
+        search: &'a DaemonSearch,
+        found: ScanFound<'a>,
+    },
+}
+
+/// What a scan of `/proc` found that leaves the daemon unidentified.
+pub(crate) enum ScanFound<'a> {
+    /// No control daemon serving this pipe directory.
+    None,
+    /// Control daemons whose environment was not read.
+    Unreadable(Vec<&'a ProcessFacts>),
+    /// Several control daemons serving this pipe directory.
+    Several(Vec<&'a ProcessFacts>),
 }
 
 /// Whether `cmdline` is the control daemon run as a daemon, as one known version's option
@@ -241,14 +285,12 @@ pub(crate) fn identify_in<'a>(
     pipe_directory: &[u8],
 ) -> DaemonProcess<'a> {
     let Some(search) = search else {
-        return DaemonProcess::Unknown(
-            "the snapshot holds no observation of the daemon's process".to_owned(),
-        );
+        return DaemonProcess::Unknown(NotIdentified::NotObserved);
     };
     if let Some(lock) = &search.lock {
         return match crate::daemon_identity::by_lock(search, lock, pid_file) {
             Ok(process) => DaemonProcess::Found(process),
-            Err(why) => DaemonProcess::Unknown(why),
+            Err(why) => DaemonProcess::Unknown(NotIdentified::NotByLock(why)),
         };
     }
     // A snapshot recorded before the lock was observed: judged by its witnesses, as then.
@@ -262,21 +304,10 @@ pub(crate) fn identify_in<'a>(
                     .as_deref()
                     .is_some_and(|c| !is_control_program(c)) =>
             {
-                DaemonProcess::Unknown(format!(
-                    "the pid file names PID {}, whose command line {:?} is not the control program (a stale pid file whose PID was reused)",
-                    process.pid,
-                    process
-                        .cmdline
-                        .iter()
-                        .flatten()
-                        .map(OsText::to_string_lossy)
-                        .collect::<Vec<_>>()
-                ))
+                DaemonProcess::Unknown(NotIdentified::ReusedPid(process))
             }
             Some(process) => DaemonProcess::Found(process),
-            None => {
-                DaemonProcess::Unknown("the pid file's daemon process was not observed".to_owned())
-            }
+            None => DaemonProcess::Unknown(NotIdentified::PidFileProcessNotObserved),
         };
     }
     let daemons: Vec<&ProcessFacts> = search
@@ -289,42 +320,18 @@ pub(crate) fn identify_in<'a>(
         .copied()
         .filter(|p| environ_pipe_directory(p) == Some(pipe_directory))
         .collect();
-    let unreadable: Vec<String> = daemons
+    let unreadable: Vec<&ProcessFacts> = daemons
         .iter()
+        .copied()
         .filter(|p| p.environ.is_none())
-        .map(|p| read_error(p, "environ"))
         .collect();
-    let scan = match &search.stopped {
-        Some(why) => format!(
-            "a scan of {} that stopped after {} entries ({why})",
-            search.proc_root.to_string_lossy(),
-            search.scanned
-        ),
-        None => format!("a scan of {}", search.proc_root.to_string_lossy()),
+    let found = match (ours.as_slice(), unreadable.is_empty()) {
+        ([one], true) => return DaemonProcess::Found(one),
+        ([], true) => ScanFound::None,
+        (_, false) => ScanFound::Unreadable(unreadable),
+        (_, true) => ScanFound::Several(ours),
     };
-    match (ours.as_slice(), unreadable.is_empty()) {
-        ([one], true) => DaemonProcess::Found(one),
-        ([], true) => DaemonProcess::Unknown(format!(
-            "{scan} found no `{DAEMON_QUERY_PROGRAM} -d` process serving this pipe directory{}",
-            search
-                .error
-                .as_deref()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default()
-        )),
-        (_, false) => DaemonProcess::Unknown(format!(
-            "{scan} found control daemon processes whose environment is unreadable, so which one serves this pipe directory is unknown: {}",
-            unreadable.join("; ")
-        )),
-        (many, true) => DaemonProcess::Unknown(format!(
-            "{scan} found {} control daemons serving this pipe directory (PIDs {})",
-            many.len(),
-            many.iter()
-                .map(|p| p.pid.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
+    DaemonProcess::Unknown(NotIdentified::Scan { search, found })
 }
 
 /// What the daemon's `CUDA_VISIBLE_DEVICES` says about one GPU.
@@ -334,10 +341,24 @@ pub(crate) enum Scope {
     Unscoped,
     /// The mask (raw) includes the GPU.
     Covers(String),
-    /// The mask (raw) does not include the GPU; the detail says what it selects.
-    Excludes { mask: String, detail: String },
+    /// The mask (raw) does not include the GPU; the GPUs it serves.
+    Excludes { mask: String, served: Vec<GpuUuid> },
     /// Not known, and why.
-    Unknown(String),
+    Unknown(ScopeUnknown),
+}
+
+/// Why the daemon's GPU scope is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ScopeUnknown {
+    /// The daemon's environment was not read: why, as [`crate::proc_text`] words it.
+    EnvironUnread(String),
+    /// The daemon's `CUDA_VISIBLE_DEVICES` (shown lossily) is not UTF-8.
+    NotUtf8(String),
+    /// The daemon's mask cannot be placed on the host table.
+    Unplaceable(ResolveError),
+    /// The daemon's mask (shown) is made of indices, on a mixed-model host whose order the
+    /// daemon's environment does not fix.
+    IndicesOnMixedHost(String),
 }
 
 /// The daemon's GPU scope for `gpu`, from its recorded environment and the host table. An
@@ -345,28 +366,24 @@ pub(crate) enum Scope {
 /// `PCI_BUS_ID` or every GPU is the same model (the rule of the client's own mask).
 pub(crate) fn scope(daemon: &ProcessFacts, table: &GpuTableView<'_>, gpu: GpuUuid) -> Scope {
     let Some(environ) = &daemon.environ else {
-        return Scope::Unknown(read_error(daemon, "environ"));
+        return Scope::Unknown(ScopeUnknown::EnvironUnread(read_error(daemon, "environ")));
     };
     let Some(mask) = environ.get("CUDA_VISIBLE_DEVICES") else {
         return Scope::Unscoped;
     };
     let shown = mask.to_string_lossy();
     if mask.as_str().is_none() {
-        return Scope::Unknown(format!(
-            "the daemon's CUDA_VISIBLE_DEVICES {shown:?} is not UTF-8"
-        ));
+        return Scope::Unknown(ScopeUnknown::NotUtf8(shown));
     }
     let placement = match gpu_uuid::place(Some(mask.as_bytes()), table) {
         Ok(placement) => placement,
-        Err(err) => return Scope::Unknown(format!("the daemon's mask: {err}")),
+        Err(err) => return Scope::Unknown(ScopeUnknown::Unplaceable(err)),
     };
     let pci = environ
         .get("CUDA_DEVICE_ORDER")
         .is_some_and(|order| order.as_bytes() == b"PCI_BUS_ID");
     if placement.relies_on_index_order() && !pci && !table.is_homogeneous() {
-        return Scope::Unknown(format!(
-            "the daemon's mask {shown:?} is made of indices, and on this mixed-model host without CUDA_DEVICE_ORDER=PCI_BUS_ID in the daemon's environment they may name other GPUs than nvidia-smi's"
-        ));
+        return Scope::Unknown(ScopeUnknown::IndicesOnMixedHost(shown));
     }
     let served: Vec<GpuUuid> = placement
         .host_indices()
@@ -377,21 +394,9 @@ pub(crate) fn scope(daemon: &ProcessFacts, table: &GpuTableView<'_>, gpu: GpuUui
     if served.contains(&gpu) {
         Scope::Covers(shown)
     } else {
-        let detail = if served.is_empty() {
-            "it makes no GPU visible".to_owned()
-        } else {
-            format!(
-                "it serves {}",
-                served
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
         Scope::Excludes {
             mask: shown,
-            detail,
+            served,
         }
     }
 }
@@ -489,112 +494,4 @@ pub(crate) fn renumbered_index(client_mask: Option<&OsText>) -> Option<u32> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Once the lock was observed, a pid file corroborates an idle daemon only when the lock
-    /// proves the process it names: a planted one naming any live `nvidia-cuda-mps` does not.
-    #[test]
-    fn a_pid_file_corroborates_only_what_the_lock_proves() {
-        let mut facts = HostFacts::unobserved("linux", crate::EnvFacts::default());
-        facts.pid_file = Some(PidFileFacts {
-            path: OsText::from("/tmp/nvidia-mps/nvidia-cuda-mps-control.pid"),
-            contents: Some(crate::CapturedText::from_bytes(b"4242", false)),
-            error: None,
-            pid_alive: Some(true),
-            process_name: Some("nvidia-cuda-mps".to_owned()),
-        });
-        assert!(corroborating_pid_file(&facts).is_some(), "no lock recorded");
-        let held_by = |pids: &[i64]| crate::DaemonLockFacts {
-            path: OsText::from("/tmp/nvidia-mps/control_lock"),
-            file: Some(crate::LockFileFacts {
-                kind: "file".to_owned(),
-                dev_major: 0xfe,
-                dev_minor: 0,
-                ino: 7,
-                uid: 0,
-            }),
-            file_error: None,
-            directory_uid: Some(0),
-            locks: Some(
-                pids.iter()
-                    .map(|pid| format!("1: POSIX  ADVISORY  WRITE {pid} fe:00:7 0 EOF"))
-                    .collect(),
-            ),
-            locks_error: None,
-        };
-        for (holders, corroborates) in [(&[][..], false), (&[99][..], false), (&[4242][..], true)] {
-            facts.daemon_process = Some(DaemonSearch {
-                proc_root: OsText::from("/proc"),
-                method: DaemonSearchMethod::PidFile,
-                scanned: 0,
-                limit: 0,
-                stopped: None,
-                error: None,
-                processes: Vec::new(),
-                lock: Some(held_by(holders)),
-            });
-            assert_eq!(
-                corroborating_pid_file(&facts).is_some(),
-                corroborates,
-                "{holders:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_effective_uid_is_the_second_field() {
-        assert_eq!(effective_uid("1000\t1001\t1000\t1000"), Some(1001));
-        assert_eq!(effective_uid("0\t0\t0\t0\n"), Some(0));
-        assert_eq!(effective_uid("1000"), None);
-        assert_eq!(effective_uid("1000\t-1"), None);
-        assert_eq!(effective_uid(""), None);
-    }
-
-    #[test]
-    fn control_daemon_and_multiuser_command_lines() {
-        let line = |args: &[&str]| args.iter().map(|a| OsText::from(*a)).collect::<Vec<_>>();
-        assert!(is_control_daemon(&line(&["nvidia-cuda-mps-control", "-d"])));
-        assert!(is_control_daemon(&line(&[
-            "/usr/bin/nvidia-cuda-mps-control",
-            "-f"
-        ])));
-        assert!(is_control_daemon(&line(&[
-            "nvidia-cuda-mps-control",
-            "--daemon"
-        ])));
-        assert!(is_control_daemon(&line(&[
-            "nvidia-cuda-mps-control",
-            "-dM"
-        ])));
-        assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-control"])));
-        assert!(!is_control_daemon(&line(&["nvidia-cuda-mps-server"])));
-        assert!(!is_control_daemon(&[]));
-        assert_eq!(
-            is_multiuser(&line(&["nvidia-cuda-mps-control", "-d", "-M"])),
-            Some(true)
-        );
-        assert_eq!(
-            is_multiuser(&line(&["nvidia-cuda-mps-control", "--multiuser", "-d"])),
-            Some(true)
-        );
-        assert_eq!(is_multiuser(&line(&["-m"])), None);
-        assert_eq!(
-            is_multiuser(&line(&["nvidia-cuda-mps-control", "-d"])),
-            Some(false)
-        );
-        assert!(is_control_program(&line(&[
-            "/usr/bin/nvidia-cuda-mps-control"
-        ])));
-        assert!(!is_control_program(&line(&["nvidia-cuda-mps-server"])));
-    }
-
-    #[test]
-    fn only_non_zero_indices_are_renumbered() {
-        assert_eq!(renumbered_index(Some(&OsText::from("1"))), Some(1));
-        assert_eq!(renumbered_index(Some(&OsText::from("0,2"))), Some(2));
-        assert_eq!(renumbered_index(Some(&OsText::from("0"))), None);
-        assert_eq!(renumbered_index(Some(&OsText::from("GPU-8932f937"))), None);
-        assert_eq!(renumbered_index(None), None);
-    }
-}
+mod tests;

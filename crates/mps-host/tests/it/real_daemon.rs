@@ -485,7 +485,7 @@ fn assert_nobody_reach(facts: &sharing_policy::HostFacts) {
         "{access:?}"
     );
     assert!(
-        matches!(sharing_policy::pipe_reach(access, 65534), sharing_policy::Reach::Unverified(ref why) if why.contains("log directory")),
+        matches!(sharing_policy::pipe_reach(access, 65534), sharing_policy::Reach::Unverified(ref why) if why.to_string().contains("log directory")),
         "{access:?}"
     );
 }

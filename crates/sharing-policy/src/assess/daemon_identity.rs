@@ -18,7 +18,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         .as_ref()
         .is_some_and(|search| search.lock.is_some());
     if let (DaemonProcess::Unknown(why), true) = (&context.daemon, locked) {
-        let finding = message::daemon_identity::unproven(context, why.clone());
+        let finding = message::daemon_identity::unproven(context, why);
         served.unverified(context.request, findings, finding);
         return;
     }

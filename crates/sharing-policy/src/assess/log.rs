@@ -89,8 +89,8 @@ fn readable<'a>(context: &Context<'_>, log: &'a DaemonLogFacts) -> Result<LogRea
     let Some(directory) = &log.directory else {
         return Err(Unread::NoDirectory(log.unknown.as_deref()));
     };
-    let proven = daemon_log::daemon_log_directory(context.facts, context.directory.as_bytes());
-    if proven.as_ref() != Ok(directory) {
+    let proven = daemon_log::log_directory(context.facts, context.directory.as_bytes()).ok();
+    if proven.as_ref() != Some(directory) {
         return Err(Unread::NotProven(directory));
     }
     let Some(control) = log.files.first() else {

@@ -3,7 +3,7 @@
 //! (docs/mps-daemon.md F17, T8). Decides only; the words are in `message/owner.rs`.
 
 use super::{Context, Findings, Served, message};
-use crate::served::{self, Owner};
+use crate::served::{self, Owner, OwnerUnknown};
 
 /// Every listed server runs as the user the request is judged for (`as_user`, else the probing
 /// user), or the daemon is in multi-user mode.
@@ -34,7 +34,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         findings.push(|| message::owner::another_user(context, &others, judged, multiuser));
         return;
     }
-    let unknown: Vec<(i64, String)> = owners
+    let unknown: Vec<(i64, OwnerUnknown)> = owners
         .into_iter()
         .filter_map(|(pid, owner)| match owner {
             Owner::Unknown(why) => Some((pid, why)),

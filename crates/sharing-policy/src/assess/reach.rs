@@ -25,27 +25,25 @@ pub(super) fn check(
         served.unverified(context.request, findings, finding);
         return None;
     };
-    let reach = match &context.facts.pipe_access {
+    let why = match &context.facts.pipe_access {
         Some(facts) if uid != 0 && !of_this_directory(context, facts) => {
-            Reach::Unverified(message::reach::of_another_directory())
+            message::reach::of_another_directory()
         }
-        Some(facts) => crate::pipe_reach(facts, uid),
-        None if uid == 0 => Reach::Root,
-        None => Reach::Unverified(message::reach::modes_unrecorded(&context.facts.schema)),
+        Some(facts) => match crate::pipe_reach(facts, uid) {
+            Reach::Root => return Some("root"),
+            Reach::Granted => return Some("modes"),
+            Reach::Blocked(blocked) => {
+                findings.push(|| message::reach::unreachable(context, uid, &blocked));
+                return None;
+            }
+            Reach::Unverified(why) => why.to_string(),
+        },
+        None if uid == 0 => return Some("root"),
+        None => message::reach::modes_unrecorded(&context.facts.schema),
     };
-    match reach {
-        Reach::Root => Some("root"),
-        Reach::Granted => Some("modes"),
-        Reach::Blocked(blocked) => {
-            findings.push(|| message::reach::unreachable(context, uid, &blocked));
-            None
-        }
-        Reach::Unverified(why) => {
-            let finding = message::reach::unverified(context, uid, why);
-            served.unverified(context.request, findings, finding);
-            None
-        }
-    }
+    let finding = message::reach::unverified(context, uid, why);
+    served.unverified(context.request, findings, finding);
+    None
 }
 
 /// Whether `facts` were recorded for the effective pipe directory: its components, and

@@ -24,6 +24,20 @@ pub(super) enum Fix {
     Verify,
 }
 
+/// The unverified scope of the daemon at `path`, for `why` (the fix follows from it).
+fn unverified(
+    context: &Context<'_>,
+    served: &mut Served,
+    findings: &mut Findings,
+    path: &str,
+    identified: bool,
+    why: String,
+) {
+    let fix = verify_fix(context, identified, &why);
+    let finding = message::scope::unverified(context, path, why, fix);
+    served.unverified(context.request, findings, finding);
+}
+
 /// The fix for an unverified scope that follows from why: "run as root" only for a caller that
 /// is not (or not known to be) root, when no process vanished.
 fn verify_fix(context: &Context<'_>, identified: bool, why: &str) -> Fix {
@@ -69,21 +83,24 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
         served.unverified(context.request, findings, finding);
         return;
     }
+    let path = context.control_path();
     let scope = match &context.daemon {
         DaemonProcess::Found(daemon) => served::scope(daemon, context.table, context.gpu),
-        DaemonProcess::Unknown(why) => Scope::Unknown(message::scope::not_identified(why)),
+        DaemonProcess::Unknown(why) => {
+            let why = message::scope::not_identified(why);
+            unverified(context, served, findings, &path, identified, why);
+            return;
+        }
     };
-    let path = context.control_path();
     let daemon_mask = match scope {
         Scope::Unscoped => return,
         Scope::Unknown(why) => {
-            let fix = verify_fix(context, identified, &why);
-            let finding = message::scope::unverified(context, &path, why, fix);
-            served.unverified(context.request, findings, finding);
+            let why = crate::message::served::scope_unknown(&why);
+            unverified(context, served, findings, &path, identified, why);
             return;
         }
-        Scope::Excludes { mask, detail } => {
-            findings.push(|| message::scope::outside(context, &path, &mask, &detail));
+        Scope::Excludes { mask, served: gpus } => {
+            findings.push(|| message::scope::outside(context, &path, &mask, &gpus));
             return;
         }
         Scope::Covers(mask) => mask,

@@ -4,6 +4,7 @@
 use gpu_uuid::ResolveError;
 
 use crate::ReadOnlyCommand;
+use crate::served::NotIdentified;
 
 /// Why there is no settings session: the snapshot predates schema v3.
 pub(in crate::assess) fn no_settings_query() -> String {
@@ -16,8 +17,11 @@ pub(in crate::assess) fn not_asked(command: ReadOnlyCommand) -> String {
 }
 
 /// Why the daemon's device number for this GPU is unknown: its process is unknown, for `why`.
-pub(in crate::assess) fn daemon_unknown(why: &str) -> String {
-    format!("which device number the daemon gives this GPU is unknown: {why}")
+pub(in crate::assess) fn daemon_unknown(why: &NotIdentified<'_>) -> String {
+    format!(
+        "which device number the daemon gives this GPU is unknown: {}",
+        crate::message::served::not_identified(why)
+    )
 }
 
 /// Why the daemon's device number for this GPU is unknown: the environment of the daemon (PID

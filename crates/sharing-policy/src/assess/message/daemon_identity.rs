@@ -4,11 +4,13 @@
 use super::super::Context;
 use super::PROVE;
 use super::unverified_finding;
+use crate::served::NotIdentified;
 use crate::{Code, Finding};
 
 /// The unverified finding for a control daemon whose identity the lock could not prove, and
 /// `why`.
-pub(in crate::assess) fn unproven(context: &Context<'_>, why: String) -> Finding {
+pub(in crate::assess) fn unproven(context: &Context<'_>, why: &NotIdentified<'_>) -> Finding {
+    let why = crate::message::served::not_identified(why);
     let what = format!(
         "which process is the control daemon at {}",
         context.control_path()

@@ -2,6 +2,7 @@
 //! queue behind, and servers whose owner could not be read.
 
 use crate::assess::Context;
+use crate::served::OwnerUnknown;
 use crate::{Code, Finding};
 
 /// How to make the servers' owners readable.
@@ -16,11 +17,16 @@ pub(in crate::assess) fn uid_not_recorded(context: &Context<'_>) -> Finding {
 /// The unverified finding for servers whose owner is unknown: each `(pid, why)` of `unknown`.
 pub(in crate::assess) fn owners_unknown(
     context: &Context<'_>,
-    unknown: &[(i64, String)],
+    unknown: &[(i64, OwnerUnknown)],
 ) -> Finding {
     let why = unknown
         .iter()
-        .map(|(pid, why)| format!("server PID {pid}: {why}"))
+        .map(|(pid, why)| {
+            format!(
+                "server PID {pid}: {}",
+                crate::message::served::owner_unknown(why)
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ");
     unverified(context, why)

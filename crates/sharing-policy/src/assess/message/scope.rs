@@ -1,9 +1,12 @@
 //! The daemon scope family's words: why the daemon's scope could not be read and how to read
 //! it, a GPU the daemon's mask leaves out, and a client index the daemon renumbers.
 
+use gpu_uuid::GpuUuid;
+
 use super::unverified_finding;
 use crate::assess::Context;
 use crate::assess::scope::Fix;
+use crate::served::NotIdentified;
 use crate::text::repr;
 use crate::{Code, Finding, OsText};
 
@@ -72,8 +75,11 @@ pub(in crate::assess) fn identity_unproven(context: &Context<'_>) -> Finding {
 }
 
 /// Why the scope is unknown when the daemon's process was not identified (`why`).
-pub(in crate::assess) fn not_identified(why: &str) -> String {
-    format!("the control daemon's process was not identified: {why}")
+pub(in crate::assess) fn not_identified(why: &NotIdentified<'_>) -> String {
+    format!(
+        "the control daemon's process was not identified: {}",
+        crate::message::served::not_identified(why)
+    )
 }
 
 /// The unverified scope of the daemon at `path`: `why` it is unknown, and the `fix` that
@@ -98,8 +104,9 @@ pub(in crate::assess) fn outside(
     context: &Context<'_>,
     path: &str,
     mask: &str,
-    detail: &str,
+    served: &[GpuUuid],
 ) -> Finding {
+    let detail = crate::message::served::excluded_detail(served);
     let gpu = context.gpu.to_string();
     let start = context.start();
     let found = format!(

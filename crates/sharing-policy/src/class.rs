@@ -71,7 +71,8 @@ impl Code {
             | Self::DaemonLogPendingClient
             | Self::ServerHasClients
             | Self::GpuHeldByComputeProcess
-            | Self::ServerClientLimitReached => CodeClass::WorkloadConflict,
+            | Self::ServerClientLimitReached
+            | Self::ServerClientLimitUnverified => CodeClass::WorkloadConflict,
             Self::UnsupportedOs
             | Self::CudaUnavailable
             | Self::DeviceOutOfRange

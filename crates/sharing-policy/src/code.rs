@@ -124,6 +124,10 @@ pub enum Code {
     /// The listed clients and the two to come exceed the per-device client limit (48 on
     /// Volta and newer).
     ServerClientLimitReached,
+    /// The listed clients and the two to come exceed the per-device client limit, but the
+    /// daemon serves several GPUs (or its scope is not known) and the client lists do not say
+    /// which GPU each client uses. Unverified: a rejection only with `--require-verified`.
+    ServerClientLimitUnverified,
     /// The server the job would join already has live clients (another job may share it on
     /// purpose). Advisory ([`Code::ADVISORY`]): a warning only, never a rejection, even with
     /// `--require-verified`.
@@ -183,7 +187,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the validator's order.
-    pub const ALL: [Self; 62] = [
+    pub const ALL: [Self; 63] = [
         Self::UnsupportedMode,
         Self::UnsupportedSnapshotSchema,
         Self::UnsupportedBackend,
@@ -228,6 +232,7 @@ impl Code {
         Self::StaleServerClient,
         Self::ServerClientsUnverified,
         Self::ServerClientLimitReached,
+        Self::ServerClientLimitUnverified,
         Self::ServerHasClients,
         Self::ActiveThreadPercentageBelowRequirement,
         Self::PinnedMemBelowRequirement,
@@ -263,7 +268,7 @@ impl Code {
 
     /// The codes that can be unverified (listed in the evidence's `unverified` key, and
     /// rejections only under `--require-verified`).
-    pub const UNVERIFIABLE: [Self; 15] = [
+    pub const UNVERIFIABLE: [Self; 16] = [
         Self::DaemonIdentityUnverified,
         Self::DaemonPidFileDisagrees,
         Self::DaemonScopeUnverified,
@@ -274,6 +279,7 @@ impl Code {
         Self::PersistenceModeDisabled,
         Self::ServerStatusUnverified,
         Self::ServerClientsUnverified,
+        Self::ServerClientLimitUnverified,
         Self::PinnedMemLimitUnverified,
         Self::ServerLimitsUnverified,
         Self::DaemonLogUnverified,
@@ -333,6 +339,7 @@ impl Code {
             Self::StaleServerClient => "stale-server-client",
             Self::ServerClientsUnverified => "server-clients-unverified",
             Self::ServerClientLimitReached => "server-client-limit-reached",
+            Self::ServerClientLimitUnverified => "server-client-limit-unverified",
             Self::ServerHasClients => "server-has-clients",
             Self::ServerLimitsUnverified => "server-limits-unverified",
             Self::ServerCrashLoop => "server-crash-loop",
@@ -578,6 +585,9 @@ impl Code {
             }
             Self::ServerClientsUnverified => {
                 "Only the server's client list and each client's /proc state show that no client of a killed run is left; without them a server in an undefined state is not ruled out."
+            }
+            Self::ServerClientLimitUnverified => {
+                "A server takes at most 48 clients per GPU (Volta and newer), and a client beyond that fails at context creation; a client list does not say which GPU each client uses, so on a daemon serving several GPUs a count over the limit does not show that this GPU is full."
             }
             Self::ServerHasClients => {
                 "The server already serves live clients: another job shares the GPU with this one, on purpose or not."

@@ -339,8 +339,8 @@ pub(crate) fn identify_in<'a>(
 pub(crate) enum Scope {
     /// The daemon was started without a mask: it serves every GPU.
     Unscoped,
-    /// The mask (raw) includes the GPU.
-    Covers(String),
+    /// The mask (raw) includes the GPU, among `gpus` GPUs it serves.
+    Covers { mask: String, gpus: usize },
     /// The mask (raw) does not include the GPU; the GPUs it serves.
     Excludes { mask: String, served: Vec<GpuUuid> },
     /// Not known, and why.
@@ -392,7 +392,10 @@ pub(crate) fn scope(daemon: &ProcessFacts, table: &GpuTableView<'_>, gpu: GpuUui
         .map(|row| row.uuid)
         .collect();
     if served.contains(&gpu) {
-        Scope::Covers(shown)
+        Scope::Covers {
+            mask: shown,
+            gpus: served.len(),
+        }
     } else {
         Scope::Excludes {
             mask: shown,

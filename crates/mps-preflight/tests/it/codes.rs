@@ -35,7 +35,7 @@ fn every_code_has_one_class_and_the_classes_partition_them() {
     let workload = host.run(&["codes", "--class", "workload-conflict"]);
     assert_eq!(
         workload.stdout,
-        "server-of-another-user\ngpu-held-by-compute-process\nserver-fault\nserver-client-limit-reached\nserver-has-clients\nserver-fatal-error-logged\ndaemon-log-pending-client\n"
+        "server-of-another-user\ngpu-held-by-compute-process\nserver-fault\nserver-client-limit-reached\nserver-client-limit-unverified\nserver-has-clients\nserver-fatal-error-logged\ndaemon-log-pending-client\n"
     );
     let bad = host.run(&["codes", "--class", "node"]);
     assert_eq!(bad.code, 2, "{}", bad.render());

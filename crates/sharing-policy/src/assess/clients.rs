@@ -8,6 +8,7 @@
 
 use super::answers::{Answers, answer};
 use super::{Context, Findings, Served, message};
+use crate::served::{DaemonProcess, Scope};
 use crate::session;
 use crate::{ClientFacts, Pid, ReadOnlyCommand, served};
 
@@ -93,11 +94,23 @@ pub(super) fn check(
     }
     // The judged GPU is a whole GPU (a MIG mask is refused before this walk), so the
     // whole device's limit applies.
-    let limit = lists_read.then(|| crate::client_limit(None));
-    if lists_read && let Err(limit) = crate::clients_fit(listed_count, COMING, None) {
-        findings.push(|| message::clients::limit_reached(context, listed_count, limit));
-        if findings.settled() {
-            return (None, Some(limit));
+    let mut limit = lists_read.then(|| crate::client_limit(None));
+    if lists_read && let Err(over) = crate::clients_fit(listed_count, COMING, None) {
+        // The lists do not say which GPU a client uses: the sum is this GPU's count only
+        // when the daemon serves this GPU alone; otherwise the clients may be on its others.
+        match daemon_gpus(context) {
+            DaemonGpus::One => {
+                findings.push(|| message::clients::limit_reached(context, listed_count, over));
+                if findings.settled() {
+                    return (None, Some(over));
+                }
+            }
+            spread => {
+                limit = None;
+                let finding =
+                    message::clients::limit_unverified(context, listed_count, over, spread);
+                served.unverified(context.request, findings, finding);
+            }
         }
     }
     if !live.is_empty() {
@@ -105,6 +118,34 @@ pub(super) fn check(
     }
     let live = read_all.then(|| live.into_iter().map(|(_, client)| client.get()).collect());
     (live, limit)
+}
+
+/// How many GPUs the control daemon serves, as far as the snapshot proves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DaemonGpus {
+    /// The judged GPU alone: every listed client uses it.
+    One,
+    /// This many GPUs (the judged one among them).
+    Several(usize),
+    /// Not proven: the daemon or its scope is not known, on a host with several GPUs.
+    Unknown,
+}
+
+/// The GPUs the daemon serves: its mask's, or every GPU of the host when it has none.
+fn daemon_gpus(context: &Context<'_>) -> DaemonGpus {
+    let host_gpus = context.table.rows().len();
+    if host_gpus == 1 {
+        return DaemonGpus::One;
+    }
+    let DaemonProcess::Found(daemon) = &context.daemon else {
+        return DaemonGpus::Unknown;
+    };
+    match served::scope(daemon, context.table, context.gpu) {
+        Scope::Unscoped => DaemonGpus::Several(host_gpus),
+        Scope::Covers { gpus: 1, .. } => DaemonGpus::One,
+        Scope::Covers { gpus, .. } => DaemonGpus::Several(gpus),
+        Scope::Excludes { .. } | Scope::Unknown(_) => DaemonGpus::Unknown,
+    }
 }
 
 /// What `/proc` shows of `client`, as [`crate::HostFacts::listed_clients`] recorded it.

@@ -103,7 +103,7 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
             findings.push(|| message::scope::outside(context, &path, &mask, &gpus));
             return;
         }
-        Scope::Covers(mask) => mask,
+        Scope::Covers { mask, .. } => mask,
     };
     let client_mask = context.facts.env.cuda_visible_devices.as_ref();
     if let Some(index) = served::renumbered_index(client_mask) {

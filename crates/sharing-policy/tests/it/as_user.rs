@@ -118,6 +118,7 @@ fn only_the_work_on_the_node_is_a_workload_conflict() {
             Code::GpuHeldByComputeProcess,
             Code::ServerFault,
             Code::ServerClientLimitReached,
+            Code::ServerClientLimitUnverified,
             Code::ServerHasClients,
             Code::ServerFatalErrorLogged,
             Code::DaemonLogPendingClient

@@ -8,4 +8,5 @@
 //! verdicts (`attest/message.rs`) quote these words; this floor imports the statuses and
 //! nothing that words or judges above it, so no interpretation module imports it.
 
+pub(crate) mod gpu;
 pub(crate) mod lock;

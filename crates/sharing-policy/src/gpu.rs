@@ -5,17 +5,21 @@ use std::borrow::Cow;
 
 use gpu_uuid::{GpuTable, GpuTableView, GpuUuid, Placement, ResolveError, TABLE_QUERY_ARGS};
 
-use crate::device::Role;
-use crate::text::repr;
-use crate::{Code, EnvFacts, GPU_QUERY_PROGRAM, HostFacts, OsText, QueryOutcome, QueryRecord};
+use crate::{EnvFacts, GPU_QUERY_PROGRAM, HostFacts, QueryOutcome, QueryRecord};
 
 mod health;
 mod reference;
+mod status;
 
 pub(crate) use health::GpuHealth;
 pub use health::{BASE_GPU_QUERY_ARGS, GPU_HEALTH_COLUMNS, field_rejected};
+pub(crate) use reference::ModelsUnknown;
 pub use reference::{
     MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS, needs_gpu_models, reference_gpu_table,
+};
+pub(crate) use status::{
+    Contradiction, Failure, HealthRejected, ModelsDoubt, NoAnswer, NoneVisible, OtherQuery,
+    OutOfRange, ReadError, Shortened, Unavailable, UntrustedOrder,
 };
 
 /// The `nvidia-smi` arguments of the host GPU query: the compute mode and the driver version,
@@ -48,10 +52,10 @@ pub(crate) struct TableText<'a> {
     pub(crate) extras: Vec<GpuExtras<'a>>,
     /// Why the GPUs' models are unknown, when they are (the reference's `index,uuid` query
     /// names none, and no models query answered for it): each row then has a model of its own.
-    pub(crate) unknown_models: Option<String>,
+    pub(crate) unknown_models: Option<ModelsUnknown>,
     /// Why the GPUs' health columns are missing, when the probe asked them and `nvidia-smi`
-    /// rejected the query ([`HostFacts::gpu_query_rejected`]): the line it printed.
-    pub(crate) health_rejected: Option<String>,
+    /// rejected the query ([`HostFacts::gpu_query_rejected`]).
+    pub(crate) health_rejected: Option<HealthRejected>,
 }
 
 impl TableText<'_> {
@@ -63,7 +67,7 @@ impl TableText<'_> {
 
 /// Splits the columns before the table's off each row of `stdout`: the compute mode and the
 /// driver version, then, when `health` (the query is [`GPU_QUERY_ARGS`]), the health columns.
-fn split_extras(stdout: &str, health: bool) -> Result<TableText<'_>, HostTableError> {
+fn split_extras(stdout: &str, health: bool) -> Result<TableText<'_>, ReadError> {
     let mut rows = String::with_capacity(stdout.len());
     let mut extras = Vec::new();
     let leading = if health { 7 } else { 2 };
@@ -102,16 +106,11 @@ fn split_extras(stdout: &str, health: bool) -> Result<TableText<'_>, HostTableEr
     })
 }
 
-fn lacks_extras(line: &str, health: bool) -> HostTableError {
-    let columns = if health {
-        "compute mode, driver version and health"
-    } else {
-        "compute mode and driver version"
-    };
-    HostTableError::Unavailable(format!(
-        "a row of the GPU query lacks its {columns} columns: {}",
-        repr(line.trim_end())
-    ))
+fn lacks_extras(line: &str, health: bool) -> ReadError {
+    ReadError::Unavailable(Unavailable::RowLacksExtras {
+        row: line.trim_end().to_owned(),
+        health,
+    })
 }
 
 /// Why a recorded GPU query gives no host GPU table ([`host_gpu_table`]). Its message says what
@@ -126,51 +125,6 @@ pub enum HostTableError {
     /// was cut short, printed text that is not UTF-8, or printed a table that does not parse.
     #[error("{0}")]
     Unavailable(String),
-}
-
-/// Why a device's physical GPU could not be proven.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Failure {
-    /// No host GPU table.
-    NoTable(String),
-    /// The GPU query record is another query.
-    NotTheQuery(String),
-    /// The mask makes no GPU visible (or is not UTF-8, so what it selects is unproven).
-    NoneVisible(String),
-    /// The index is at or beyond the number of visible GPUs.
-    OutOfRange(String),
-    /// The mask names MIG devices.
-    Mig(String),
-    /// Index mapping through `nvidia-smi` is not trustworthy on this host.
-    UntrustedOrder(String),
-}
-
-impl Failure {
-    /// The code this failure has for a device of `role`.
-    pub(crate) fn code(&self, role: Role) -> Code {
-        match (self, role) {
-            (Self::NotTheQuery(_), _) => Code::InconsistentSnapshot,
-            (Self::Mig(_), _) => Code::MigVisibilityUnsupported,
-            (Self::UntrustedOrder(_), _) => Code::AmbiguousDeviceOrder,
-            (Self::NoTable(_) | Self::NoneVisible(_), Role::Learner) => Code::CudaUnavailable,
-            (Self::OutOfRange(_), Role::Learner) => Code::DeviceOutOfRange,
-            (Self::NoTable(_) | Self::NoneVisible(_) | Self::OutOfRange(_), Role::Collector) => {
-                Code::CollectorUuidUnresolved
-            }
-        }
-    }
-
-    /// What was found, for messages.
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            Self::NoTable(s)
-            | Self::NotTheQuery(s)
-            | Self::NoneVisible(s)
-            | Self::OutOfRange(s)
-            | Self::Mig(s)
-            | Self::UntrustedOrder(s) => s.clone(),
-        }
-    }
 }
 
 fn first_line(text: &str) -> &str {
@@ -233,9 +187,12 @@ fn first_line(text: &str) -> &str {
 /// ```
 pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
     let text = table_text(query, None)?;
-    GpuTableView::parse(&text.rows)
-        .map(GpuTable::from)
-        .map_err(|err| HostTableError::Unavailable(err.to_string()))
+    Ok(GpuTable::from(parse_rows(&text.rows)?))
+}
+
+/// The table of a recorded query's rows.
+fn parse_rows(rows: &str) -> Result<GpuTableView<'_>, ReadError> {
+    GpuTableView::parse(rows).map_err(|err| ReadError::Unavailable(Unavailable::Table(err)))
 }
 
 /// The table rows of a recorded query, borrowed when it is v1's: the validator reads the table
@@ -244,21 +201,16 @@ pub fn host_gpu_table(query: &QueryRecord) -> Result<GpuTable, HostTableError> {
 fn table_text<'a>(
     query: &'a QueryRecord,
     models: Option<&QueryRecord>,
-) -> Result<TableText<'a>, HostTableError> {
+) -> Result<TableText<'a>, ReadError> {
     let health = query.args == GPU_QUERY_ARGS;
     let v2 = health || query.args == BASE_GPU_QUERY_ARGS;
     let reference = query.args == REFERENCE_GPU_QUERY_ARGS;
     if query.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
         || !(v2 || reference || query.args == TABLE_QUERY_ARGS)
     {
-        return Err(HostTableError::NotTheQuery(format!(
-            "its GPU query ran {} {:?} instead of {GPU_QUERY_PROGRAM} {:?}",
-            repr(&query.program),
-            query.args,
-            GPU_QUERY_ARGS
-        )));
+        return Err(ReadError::NotTheQuery(OtherQuery::of(query)));
     }
-    let stdout = answer(query)?;
+    let stdout = answer(query).map_err(|why| ReadError::Unavailable(Unavailable::NoAnswer(why)))?;
     if v2 {
         split_extras(stdout, health)
     } else if reference {
@@ -275,29 +227,21 @@ fn table_text<'a>(
 
 /// What an `nvidia-smi` query printed, when it is a complete UTF-8 answer of exit status 0;
 /// else why not.
-fn answer(query: &QueryRecord) -> Result<&str, HostTableError> {
-    use HostTableError::Unavailable;
+fn answer(query: &QueryRecord) -> Result<&str, NoAnswer> {
     match &query.outcome {
-        QueryOutcome::SpawnFailed { error } => Err(Unavailable(format!(
-            "{GPU_QUERY_PROGRAM} could not be started: {error}"
-        ))),
-        QueryOutcome::TimedOut { .. } => Err(Unavailable(format!(
-            "{GPU_QUERY_PROGRAM} did not finish within {} ms",
-            query.timeout_ms
-        ))),
+        QueryOutcome::SpawnFailed { error } => Err(NoAnswer::SpawnFailed(error.clone())),
+        QueryOutcome::TimedOut { .. } => Err(NoAnswer::TimedOut {
+            timeout_ms: query.timeout_ms,
+        }),
         QueryOutcome::Exited {
             code: Some(0),
             stdout,
             ..
         } => {
             if stdout.truncated {
-                Err(Unavailable(format!(
-                    "the output of {GPU_QUERY_PROGRAM} was cut short"
-                )))
+                Err(NoAnswer::CutShort)
             } else if stdout.non_utf8 {
-                Err(Unavailable(format!(
-                    "the output of {GPU_QUERY_PROGRAM} is not UTF-8"
-                )))
+                Err(NoAnswer::NotUtf8)
             } else {
                 Ok(&stdout.text)
             }
@@ -307,31 +251,22 @@ fn answer(query: &QueryRecord) -> Result<&str, HostTableError> {
             signal,
             stdout,
             stderr,
-        } => {
-            let how = match (code, signal) {
-                (Some(code), _) => format!("exited with status {code}"),
-                (None, Some(signal)) => format!("was killed by signal {signal}"),
-                (None, None) => "ended without an exit status".to_owned(),
-            };
-            let said = [first_line(&stdout.text), first_line(&stderr.text)]
+        } => Err(NoAnswer::Failed {
+            code: *code,
+            signal: *signal,
+            said: [first_line(&stdout.text), first_line(&stderr.text)]
                 .into_iter()
                 .find(|line| !line.is_empty())
-                .map(|line| format!(": {line}"))
-                .unwrap_or_default();
-            Err(Unavailable(format!("{GPU_QUERY_PROGRAM} {how}{said}")))
-        }
+                .map(str::to_owned),
+        }),
     }
 }
 
 /// The recorded host GPU table text of a snapshot ([`host_gpu_table`], completed by its models
 /// query when it has one; a snapshot with no GPU query has none). [`parse_table`] reads it.
-pub(crate) fn host_text(facts: &HostFacts) -> Result<TableText<'_>, HostTableError> {
+pub(crate) fn host_text(facts: &HostFacts) -> Result<TableText<'_>, ReadError> {
     facts.gpu_query.as_ref().map_or_else(
-        || {
-            Err(HostTableError::Unavailable(
-                "no host GPU query was recorded".to_owned(),
-            ))
-        },
+        || Err(ReadError::Unavailable(Unavailable::NotRecorded)),
         |query| {
             let mut text = table_text(query, facts.gpu_models_query.as_ref())?;
             if query.args == BASE_GPU_QUERY_ARGS {
@@ -340,9 +275,8 @@ pub(crate) fn host_text(facts: &HostFacts) -> Result<TableText<'_>, HostTableErr
                     .as_ref()
                     .filter(|rejected| rejected.args == GPU_QUERY_ARGS)
                     .map(|rejected| {
-                        field_rejected(rejected).unwrap_or_else(|| {
-                            "the GPU query with the health columns was not answered".to_owned()
-                        })
+                        field_rejected(rejected)
+                            .map_or(HealthRejected::NotAnswered, HealthRejected::Field)
                     });
             }
             Ok(text)
@@ -352,21 +286,12 @@ pub(crate) fn host_text(facts: &HostFacts) -> Result<TableText<'_>, HostTableErr
 
 /// The host GPU table of [`host_text`]'s rows.
 pub(crate) fn parse_table<'a>(
-    text: &'a Result<TableText<'a>, HostTableError>,
-) -> Result<GpuTableView<'a>, HostTableError> {
+    text: &'a Result<TableText<'a>, ReadError>,
+) -> Result<GpuTableView<'a>, ReadError> {
     match text {
-        Ok(text) => GpuTableView::parse(&text.rows)
-            .map_err(|err| HostTableError::Unavailable(err.to_string())),
+        Ok(text) => parse_rows(&text.rows),
         Err(err) => Err(err.clone()),
     }
-}
-
-/// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset", for messages.
-fn describe_mask(raw: Option<&OsText>) -> String {
-    raw.map_or_else(
-        || "CUDA_VISIBLE_DEVICES unset".to_owned(),
-        |value| format!("CUDA_VISIBLE_DEVICES={}", repr(&value.to_string_lossy())),
-    )
 }
 
 /// Whether CUDA numbers this host's GPUs in the table's (`nvidia-smi`'s) order, so that a
@@ -404,13 +329,13 @@ pub fn index_order_trusted(env: &EnvFacts, table: &GpuTable) -> bool {
 
 /// What makes index order doubtful on a table of these models: that they are unknown, and why,
 /// or that they differ.
-fn models_doubt<'a>(unknown: Option<&str>, names: impl Iterator<Item = &'a str>) -> String {
+fn models_doubt<'a>(
+    unknown: Option<&ModelsUnknown>,
+    names: impl Iterator<Item = &'a str>,
+) -> ModelsDoubt {
     unknown.map_or_else(
-        || {
-            let names: Vec<&str> = names.collect();
-            format!("the host GPUs are different models ({})", names.join(", "))
-        },
-        |why| format!("the host GPUs' models are unknown ({why})"),
+        || ModelsDoubt::Different(names.map(str::to_owned).collect()),
+        |why| ModelsDoubt::Unknown(why.clone()),
     )
 }
 
@@ -434,22 +359,15 @@ pub(crate) struct Visible<'a> {
     /// ([`HostFacts::cuda_device_uuids`]).
     witness: Option<&'a std::collections::BTreeMap<u32, String>>,
     /// Why the GPUs' models are unknown, when they are ([`TableText::unknown_models`]).
-    unknown_models: Option<&'a str>,
+    unknown_models: Option<&'a ModelsUnknown>,
 }
 
-/// `CUDA_VISIBLE_DEVICES='…'` or "`CUDA_VISIBLE_DEVICES` unset" for `env`.
-fn mask(env: &EnvFacts) -> String {
-    describe_mask(env.cuda_visible_devices.as_ref())
-}
-
-/// Why the list is shorter than written, when it is (`": …"`), else nothing.
-fn detail(placement: &Placement<'_>) -> String {
+/// Why the list is shorter than written, when it is.
+fn shortened(placement: &Placement<'_>) -> Option<Shortened> {
     placement
         .duplicate()
-        .map(|duplicate| duplicate.to_string())
-        .or_else(|| placement.stop().map(|stop| stop.to_string()))
-        .map(|why| format!(": {why}"))
-        .unwrap_or_default()
+        .map(Shortened::Duplicate)
+        .or_else(|| placement.stop().map(Shortened::Stop))
 }
 
 /// The visible GPUs, or why none is proven. With [`Visible::uuid`], the physical GPU of device
@@ -463,19 +381,19 @@ fn detail(placement: &Placement<'_>) -> String {
 /// the row it maps to ([`HostFacts::cuda_device_uuids`]).
 pub(crate) fn visible<'a>(
     facts: &'a HostFacts,
-    text: &'a Result<TableText<'a>, HostTableError>,
-    table: &'a Result<GpuTableView<'a>, HostTableError>,
+    text: &'a Result<TableText<'a>, ReadError>,
+    table: &'a Result<GpuTableView<'a>, ReadError>,
 ) -> Result<Visible<'a>, Failure> {
     let env = &facts.env;
     let witness = facts.cuda_device_uuids.as_ref();
     let unknown_models = text
         .as_ref()
         .ok()
-        .and_then(|text| text.unknown_models.as_deref());
+        .and_then(|text| text.unknown_models.as_ref());
     let table = match table {
         Ok(table) => table,
-        Err(HostTableError::Unavailable(why)) => return Err(Failure::NoTable(why.clone())),
-        Err(HostTableError::NotTheQuery(why)) => return Err(Failure::NotTheQuery(why.clone())),
+        Err(ReadError::Unavailable(why)) => return Err(Failure::NoTable(why.clone())),
+        Err(ReadError::NotTheQuery(query)) => return Err(Failure::NotTheQuery(query.clone())),
     };
     let Some(raw) = env.cuda_visible_devices.as_ref() else {
         return Ok(Visible {
@@ -488,22 +406,24 @@ pub(crate) fn visible<'a>(
     };
     if raw.as_str().is_none() {
         // CUDA reads bytes, but a mask that is not text is unproven here: fail closed.
-        return Err(Failure::NoneVisible(format!(
-            "{} is not valid UTF-8, so which GPUs it selects is not proven",
-            mask(env)
-        )));
+        return Err(Failure::NoneVisible(NoneVisible::NotUtf8(raw.clone())));
     }
     let placement = match gpu_uuid::place(Some(raw.as_bytes()), table) {
         Ok(placement) => placement,
-        Err(err @ ResolveError::Mig { .. }) => return Err(Failure::Mig(err.to_string())),
-        Err(err) => return Err(Failure::NoneVisible(format!("{}: {err}", mask(env)))),
+        Err(err @ ResolveError::Mig { .. }) => return Err(Failure::Mig(err)),
+        Err(error) => {
+            let mask = raw.clone();
+            return Err(Failure::NoneVisible(NoneVisible::Unresolved {
+                mask,
+                error,
+            }));
+        }
     };
     if placement.is_empty() {
-        return Err(Failure::NoneVisible(format!(
-            "{} makes no GPU visible{}",
-            mask(env),
-            detail(&placement)
-        )));
+        return Err(Failure::NoneVisible(NoneVisible::Empty {
+            mask: raw.clone(),
+            shortened: shortened(&placement),
+        }));
     }
     Ok(Visible {
         env,
@@ -527,16 +447,11 @@ impl Visible<'_> {
         });
         let row = host.and_then(|host| rows.get(usize::try_from(host).ok()?));
         let Some(uuid) = row.map(|row| row.uuid) else {
-            let count = if gpus == 1 {
-                "1 GPU is".to_owned()
-            } else {
-                format!("{gpus} GPUs are")
-            };
-            return Err(Failure::OutOfRange(format!(
-                "{count} visible with {}{}",
-                mask(env),
-                placement.map(detail).unwrap_or_default()
-            )));
+            return Err(Failure::OutOfRange(OutOfRange {
+                visible: gpus,
+                mask: env.cuda_visible_devices.clone(),
+                shortened: placement.and_then(shortened),
+            }));
         };
         let relies_on_index_order =
             placement.map_or(table.len() > 1, Placement::relies_on_index_order);
@@ -548,20 +463,15 @@ impl Visible<'_> {
         if witnessed == Some(uuid) {
             return Ok(uuid);
         }
-        let models = models_doubt(self.unknown_models, rows.iter().map(|row| row.name));
-        let order = env.cuda_device_order.as_ref().map_or_else(
-            || "CUDA_DEVICE_ORDER is unset".to_owned(),
-            |order| format!("CUDA_DEVICE_ORDER={}", repr(&order.to_string_lossy())),
-        );
-        let contradicted = reported.map_or_else(String::new, |reported| {
-            format!(
-                "; this process's CUDA runtime reports cuda:{index} as {}, not nvidia-smi's {uuid}",
-                repr(reported)
-            )
-        });
-        Err(Failure::UntrustedOrder(format!(
-            "with {}, device indices follow CUDA's enumeration order; {models} and {order}{contradicted}",
-            mask(env)
-        )))
+        Err(Failure::UntrustedOrder(Box::new(UntrustedOrder {
+            mask: env.cuda_visible_devices.clone(),
+            models: models_doubt(self.unknown_models, rows.iter().map(|row| row.name)),
+            order: env.cuda_device_order.clone(),
+            contradiction: reported.map(|reported| Contradiction {
+                index,
+                reported: reported.clone(),
+                uuid,
+            }),
+        })))
     }
 }

@@ -13,10 +13,36 @@ pub(crate) enum LockHolder {
     Proven(i64),
     /// The lock file and the whole lock table were read, and no process visible here holds
     /// the lock: the daemon is not running, or runs in another PID namespace (the kernel lists
-    /// only the locks of processes in the reader's). Why, in words.
-    NoneVisible(String),
+    /// only the locks of processes in the reader's). Its `found` is [`LockFound::NoHolder`].
+    NoneVisible(Unproven),
     /// Nothing is proven, and why.
-    NotProven(String),
+    NotProven(Unproven),
+}
+
+/// Why the lock proves no daemon: the lock file's path, as read, and what was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unproven {
+    pub(crate) path: String,
+    pub(crate) found: LockFound,
+}
+
+/// What was found where the lock proves no daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LockFound {
+    /// The lock file was not observed: the error recorded, if any.
+    FileNotObserved(Option<String>),
+    /// The lock file is not a regular file: its kind (`symlink`, `directory`, …).
+    NotARegularFile(String),
+    /// The kernel's lock table was not read: the error recorded, if any.
+    TableNotRead(Option<String>),
+    /// The kernel's lock table was read only in part: the error recorded.
+    TableCutShort(String),
+    /// A line of the lock table that does not parse.
+    UnparsedLine(String),
+    /// No process visible here holds a write lock on the file.
+    NoHolder,
+    /// Several processes hold a write lock on the file: their PIDs.
+    SeveralHolders(Vec<i64>),
 }
 
 /// One `/proc/locks` record: `1: POSIX  ADVISORY  WRITE 20836 fe:00:10146360 0 EOF`. A
@@ -102,32 +128,29 @@ fn holds_write_lock(line: &LockLine<'_>, file: &LockFileFacts) -> bool {
 
 /// The process the lock proves to be the control daemon, or why none is proven.
 pub(crate) fn holder(lock: &DaemonLockFacts) -> LockHolder {
-    let path = lock.path.to_string_lossy();
+    let unproven = |found| Unproven {
+        path: lock.path.to_string_lossy(),
+        found,
+    };
     let Some(file) = &lock.file else {
-        let why = lock.file_error.as_deref().unwrap_or("it was not observed");
-        return LockHolder::NotProven(format!("the daemon's lock file {path} ({why})"));
+        let found = LockFound::FileNotObserved(lock.file_error.clone());
+        return LockHolder::NotProven(unproven(found));
     };
     if file.kind != "file" {
-        return LockHolder::NotProven(format!(
-            "the daemon's lock file {path} is a {}, not a regular file",
-            file.kind
-        ));
+        let found = LockFound::NotARegularFile(file.kind.clone());
+        return LockHolder::NotProven(unproven(found));
     }
     let Some(lines) = &lock.locks else {
-        let why = lock.locks_error.as_deref().unwrap_or("it was not read");
-        return LockHolder::NotProven(format!("the kernel's lock table was not read ({why})"));
+        let found = LockFound::TableNotRead(lock.locks_error.clone());
+        return LockHolder::NotProven(unproven(found));
     };
     if let Some(why) = &lock.locks_error {
-        return LockHolder::NotProven(format!(
-            "the kernel's lock table was not read to its end ({why})"
-        ));
+        return LockHolder::NotProven(unproven(LockFound::TableCutShort(why.clone())));
     }
     let mut holders = Vec::new();
     for line in lines {
         let Some(parsed) = parse_line(line) else {
-            return LockHolder::NotProven(format!(
-                "a line of the kernel's lock table does not parse: {line:?}"
-            ));
+            return LockHolder::NotProven(unproven(LockFound::UnparsedLine(line.clone())));
         };
         if holds_write_lock(&parsed, file) && !holders.contains(&parsed.pid) {
             holders.push(parsed.pid);
@@ -135,17 +158,8 @@ pub(crate) fn holder(lock: &DaemonLockFacts) -> LockHolder {
     }
     match holders.as_slice() {
         [pid] => LockHolder::Proven(*pid),
-        [] => LockHolder::NoneVisible(format!(
-            "no process that this /proc can see holds the daemon's lock on {path} (the kernel lists only the locks of processes in the reader's PID namespace): the daemon is not running, or runs in another PID namespace"
-        )),
-        many => LockHolder::NotProven(format!(
-            "{} processes hold a write lock on {path} (PIDs {})",
-            many.len(),
-            many.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        [] => LockHolder::NoneVisible(unproven(LockFound::NoHolder)),
+        _ => LockHolder::NotProven(unproven(LockFound::SeveralHolders(holders))),
     }
 }
 
@@ -228,19 +242,37 @@ mod tests {
         unread.locks = None;
         let mut absent = lock(&[REAL]);
         absent.file = None;
-        let garbled = lock(&[REAL, "2: POSIX ADVISORY WRITE x fe:00:10146360 0 EOF"]);
+        let garbled_line = "2: POSIX ADVISORY WRITE x fe:00:10146360 0 EOF";
+        let garbled = lock(&[REAL, garbled_line]);
         let two = lock(&[REAL, "2: POSIX ADVISORY WRITE 7 fe:00:10146360 0 EOF"]);
-        for facts in [symlink, cut, unread, absent, garbled, two] {
-            assert!(
-                matches!(holder(&facts), LockHolder::NotProven(_)),
-                "{facts:?}"
-            );
+        for (facts, found) in [
+            (symlink, LockFound::NotARegularFile("symlink".to_owned())),
+            (
+                cut,
+                LockFound::TableCutShort("longer than 4194304 bytes".to_owned()),
+            ),
+            (unread, LockFound::TableNotRead(None)),
+            (absent, LockFound::FileNotObserved(None)),
+            (garbled, LockFound::UnparsedLine(garbled_line.to_owned())),
+            (two, LockFound::SeveralHolders(vec![20836, 7])),
+        ] {
+            let unproven = Unproven {
+                path: "/tmp/nvidia-mps/control_lock".to_owned(),
+                found,
+            };
+            assert_eq!(holder(&facts), LockHolder::NotProven(unproven), "{facts:?}");
         }
         for nothing in [
             lock(&[]),
             lock(&["1: POSIX  ADVISORY  WRITE 5 fe:00:99 0 EOF"]),
         ] {
-            assert!(matches!(holder(&nothing), LockHolder::NoneVisible(_)));
+            assert!(matches!(
+                holder(&nothing),
+                LockHolder::NoneVisible(Unproven {
+                    found: LockFound::NoHolder,
+                    ..
+                })
+            ));
         }
     }
 

@@ -5,7 +5,7 @@
 use gpu_uuid::{GpuTableView, GpuUuid, ResolveError, VisibleDevices, VisibleEntry};
 
 use crate::daemon::{self, DaemonStatus};
-use crate::gpu::{HostTableError, TableText};
+use crate::gpu::{HealthRejected, ReadError, TableText};
 pub(crate) use crate::proc_text::{effective_uid, read_error};
 use crate::{
     DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearch, DaemonSearchMethod, HostFacts,
@@ -425,8 +425,8 @@ pub(crate) enum HealthRead {
     /// The query did not ask them: a snapshot recorded before they were asked.
     #[default]
     NotAsked,
-    /// `nvidia-smi` rejected the query that asked them (an older driver): the line it printed.
-    Rejected(String),
+    /// `nvidia-smi` rejected the query that asked them (an older driver).
+    Rejected(HealthRejected),
     /// The query asked them, but it has no row for the GPU.
     NoRow,
     /// Each column's name and value, as printed.
@@ -436,7 +436,7 @@ pub(crate) enum HealthRead {
 /// Reads [`ServedFacts`] for the GPU `gpu` (when known) and the daemon of `pipe_directory`.
 pub(crate) fn served_facts(
     facts: &HostFacts,
-    text: &Result<TableText<'_>, HostTableError>,
+    text: &Result<TableText<'_>, ReadError>,
     gpu: Option<GpuUuid>,
     pipe_directory: &[u8],
 ) -> ServedFacts {

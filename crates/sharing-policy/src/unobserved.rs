@@ -42,7 +42,7 @@ pub fn nothing_observed(facts: &HostFacts, words: Vocabulary) -> Option<String> 
     };
     Some(format!(
         "no GPU table ({}), and no control daemon answered through {} ({})",
-        clause(&table.to_string()),
+        clause(&crate::message::gpu::read_error(&table)),
         crate::facts::join(&directory, crate::CONTROL_PIPE_NAME).to_string_lossy(),
         clause(&daemon)
     ))

@@ -5,7 +5,7 @@ use gpu_uuid::{GpuTableView, GpuUuid};
 
 use super::{Findings, Identity, message};
 use crate::device::Role;
-use crate::gpu::{self, Failure, HostTableError};
+use crate::gpu::{self, Failure, ReadError};
 use crate::{HostFacts, QueryOutcome};
 
 /// Resolves both physical GPUs (deliberate change 1: the learner's from the caller-supplied
@@ -13,8 +13,8 @@ use crate::{HostFacts, QueryOutcome};
 /// initialises CUDA) and checks they are one.
 pub(super) fn check(
     facts: &HostFacts,
-    text: &Result<gpu::TableText<'_>, HostTableError>,
-    table: &Result<GpuTableView<'_>, HostTableError>,
+    text: &Result<gpu::TableText<'_>, ReadError>,
+    table: &Result<GpuTableView<'_>, ReadError>,
     learner_index: Option<u32>,
     collector_index: Option<u32>,
     findings: &mut Findings,

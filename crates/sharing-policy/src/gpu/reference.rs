@@ -4,11 +4,13 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use gpu_uuid::{GpuTable, GpuTableView, GpuUuid};
+use gpu_uuid::{GpuTable, GpuUuid};
 
-use super::{HostTableError, TableText, answer, pci_bus_order, visible};
+use super::{
+    HostTableError, NoAnswer, OtherQuery, ReadError, TableText, Unavailable, answer, pci_bus_order,
+    visible,
+};
 use crate::device::parse_cuda_index;
-use crate::text::repr;
 use crate::{EnvFacts, GPU_QUERY_PROGRAM, HostFacts, QueryRecord, Request};
 
 /// The reference's GPU query and the drop-in's models query are mps-protocol's; the reference's
@@ -18,6 +20,25 @@ use crate::{EnvFacts, GPU_QUERY_PROGRAM, HostFacts, QueryRecord, Request};
 /// v1 snapshot.
 pub use mps_protocol::{MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS};
 
+/// Why the models query names no model for the reference's GPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ModelsUnknown {
+    /// No models query was asked: the `index,uuid` query names none.
+    NoneNamed,
+    /// The record is another program or other arguments than [`MODELS_QUERY_ARGS`].
+    OtherQuery(OtherQuery),
+    /// The models query gave no complete answer.
+    NoAnswer(NoAnswer),
+    /// A row without the three columns, as printed.
+    RowWithoutColumns(String),
+    /// A row with an empty name, as printed.
+    RowWithoutName(String),
+    /// It lists `models` GPUs where the `index,uuid` query lists `gpus`.
+    CountDiffers { models: usize, gpus: usize },
+    /// It has no row of this GPU's index and UUID, as the `index,uuid` query printed them.
+    NoModelFor { index: String, uuid: String },
+}
+
 /// The reference query's two-column rows as table rows, with the models `models` names for
 /// them. Without them (no models query, or one whose answer is not of these GPUs), each row
 /// gets a model of its own that says so: GPUs of unknown models are never taken for one model
@@ -26,20 +47,18 @@ pub use mps_protocol::{MODELS_QUERY_ARGS, REFERENCE_GPU_QUERY_ARGS};
 pub(super) fn rows(
     stdout: &str,
     models: Option<&QueryRecord>,
-) -> Result<TableText<'static>, HostTableError> {
+) -> Result<TableText<'static>, ReadError> {
     let mut pairs = Vec::new();
     for line in stdout.lines().filter(|line| !line.trim().is_empty()) {
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
         let [index, uuid] = fields.as_slice() else {
-            return Err(HostTableError::Unavailable(format!(
-                "a row of the index,uuid GPU query does not have exactly 2 columns: {}",
-                repr(line)
-            )));
+            let line = line.to_owned();
+            return Err(ReadError::Unavailable(Unavailable::NotTwoColumns(line)));
         };
         pairs.push((*index, *uuid));
     }
     let names = models.map_or_else(
-        || Err("the index,uuid query names none".to_owned()),
+        || Err(ModelsUnknown::NoneNamed),
         |models| model_names(&pairs, models),
     );
     let mut rows = String::with_capacity(stdout.len() * 2);
@@ -64,42 +83,30 @@ pub(super) fn rows(
 
 /// The model of each of `pairs`' GPUs, in order, from the models query's answer; or why it
 /// names none for them.
-fn model_names(pairs: &[(&str, &str)], models: &QueryRecord) -> Result<Vec<String>, String> {
-    let asked = format!("{GPU_QUERY_PROGRAM} {}", MODELS_QUERY_ARGS[0]);
+fn model_names(pairs: &[(&str, &str)], models: &QueryRecord) -> Result<Vec<String>, ModelsUnknown> {
     if models.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
         || models.args != MODELS_QUERY_ARGS
     {
-        return Err(format!(
-            "the models query ran {} {:?} instead of {asked}",
-            repr(&models.program),
-            models.args
-        ));
+        return Err(ModelsUnknown::OtherQuery(OtherQuery::of(models)));
     }
-    let stdout = answer(models).map_err(|err| format!("{asked} gave no models: {err}"))?;
+    let stdout = answer(models).map_err(ModelsUnknown::NoAnswer)?;
     let mut named = Vec::new();
     for line in stdout.lines().filter(|line| !line.trim().is_empty()) {
         let mut fields = line.splitn(3, ',').map(str::trim);
         let (Some(index), Some(uuid), Some(name)) = (fields.next(), fields.next(), fields.next())
         else {
-            return Err(format!(
-                "{asked} answered a row without index, uuid and name: {}",
-                repr(line)
-            ));
+            return Err(ModelsUnknown::RowWithoutColumns(line.to_owned()));
         };
         if name.is_empty() {
-            return Err(format!(
-                "{asked} answered a row without a name: {}",
-                repr(line)
-            ));
+            return Err(ModelsUnknown::RowWithoutName(line.to_owned()));
         }
         named.push((index, GpuUuid::parse(uuid).ok(), name));
     }
     if named.len() != pairs.len() {
-        return Err(format!(
-            "{asked} listed {} GPUs where the index,uuid query listed {}",
-            named.len(),
-            pairs.len()
-        ));
+        return Err(ModelsUnknown::CountDiffers {
+            models: named.len(),
+            gpus: pairs.len(),
+        });
     }
     pairs
         .iter()
@@ -109,7 +116,10 @@ fn model_names(pairs: &[(&str, &str)], models: &QueryRecord) -> Result<Vec<Strin
                 .iter()
                 .find(|&&(i, u, _)| i == index && u.is_some() && u == parsed)
                 .map(|&(_, _, name)| name.to_owned())
-                .ok_or_else(|| format!("{asked} names no model for GPU {index} ({uuid})"))
+                .ok_or_else(|| ModelsUnknown::NoModelFor {
+                    index: index.to_owned(),
+                    uuid: uuid.to_owned(),
+                })
         })
         .collect()
 }
@@ -163,15 +173,13 @@ pub fn reference_gpu_table(
     models: Option<&QueryRecord>,
 ) -> Result<(GpuTable, Option<String>), HostTableError> {
     let text = super::table_text(query, models)?;
-    let view = GpuTableView::parse(&text.rows)
-        .map_err(|err| HostTableError::Unavailable(err.to_string()))?;
-    let table = GpuTable::from(view);
+    let table = GpuTable::from(super::parse_rows(&text.rows)?);
     if super::index_order_trusted(env, &table) {
         return Ok((table, None));
     }
     let names = table.rows().iter().map(|row| row.name.as_str());
-    let models = super::models_doubt(text.unknown_models.as_deref(), names);
-    Ok((table, Some(models)))
+    let models = super::models_doubt(text.unknown_models.as_ref(), names);
+    Ok((table, Some(models.to_string())))
 }
 
 #[cfg(test)]
@@ -241,10 +249,11 @@ mod tests {
         let mixed = same.replacen("H100 80GB HBM3", "A100-SXM4-40GB", 1);
         let (_, doubt) =
             reference_gpu_table(&env, &query, Some(&record(MODELS_QUERY_ARGS, &mixed))).unwrap();
-        let doubt = doubt.unwrap();
-        assert!(
-            doubt.contains("different models (NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3)"),
-            "{doubt}"
+        assert_eq!(
+            doubt.as_deref(),
+            Some(
+                "the host GPUs are different models (NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3)"
+            )
         );
         // Answers that are not the models of these GPUs leave the models unknown.
         let swapped = same.replacen("0, GPU-8932", "1, GPU-8932", 1).replacen(
@@ -252,30 +261,46 @@ mod tests {
             "0, GPU-5a88",
             1,
         );
+        let unknown = |models: &QueryRecord| {
+            let (table, doubt) = reference_gpu_table(&env, &query, Some(models)).unwrap();
+            assert!(!table.is_homogeneous() && doubt.is_some(), "{models:?}");
+            super::super::table_text(&query, Some(models))
+                .unwrap()
+                .unknown_models
+        };
         for (answer, why) in [
-            (TWO, "without index, uuid and name"),
+            (
+                TWO,
+                ModelsUnknown::RowWithoutColumns(TWO.lines().next().unwrap().to_owned()),
+            ),
             (
                 "0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3\n",
-                "listed 1 GPUs",
+                ModelsUnknown::CountDiffers { models: 1, gpus: 2 },
             ),
-            (swapped.as_str(), "names no model for GPU 0"),
-            ("garbage\n", "without index, uuid and name"),
+            (
+                swapped.as_str(),
+                ModelsUnknown::NoModelFor {
+                    index: "0".to_owned(),
+                    uuid: "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6".to_owned(),
+                },
+            ),
+            (
+                "garbage\n",
+                ModelsUnknown::RowWithoutColumns("garbage".to_owned()),
+            ),
         ] {
-            let models = record(MODELS_QUERY_ARGS, answer);
-            let (table, doubt) = reference_gpu_table(&env, &query, Some(&models)).unwrap();
-            assert!(!table.is_homogeneous(), "{answer:?}");
-            let doubt = doubt.unwrap();
-            assert!(
-                doubt.contains("models are unknown") && doubt.contains(why),
-                "{doubt}"
-            );
+            assert_eq!(unknown(&record(MODELS_QUERY_ARGS, answer)), Some(why));
         }
         let mut failed = record(MODELS_QUERY_ARGS, "");
         failed.outcome = QueryOutcome::SpawnFailed {
             error: "No such file or directory".to_owned(),
         };
-        let (_, doubt) = reference_gpu_table(&env, &query, Some(&failed)).unwrap();
-        assert!(doubt.unwrap().contains("could not be started"));
+        assert_eq!(
+            unknown(&failed),
+            Some(ModelsUnknown::NoAnswer(NoAnswer::SpawnFailed(
+                "No such file or directory".to_owned()
+            )))
+        );
         let pci = EnvFacts {
             cuda_device_order: Some(crate::OsText::from("PCI_BUS_ID")),
             ..EnvFacts::default()
@@ -333,6 +358,7 @@ mod tests {
     #[test]
     fn a_reported_uuid_proves_the_order_for_its_index_only() {
         use crate::gpu::Failure::UntrustedOrder;
+        use crate::gpu::ModelsDoubt;
         let mut facts = host(TWO);
         facts.cuda_device_uuids = Some(BTreeMap::from([(
             1,
@@ -345,10 +371,8 @@ mod tests {
         let Err(UntrustedOrder(why)) = resolve(&facts, 0) else {
             panic!("index 0 is not witnessed");
         };
-        assert!(
-            why.contains("models are unknown (the index,uuid query names none)"),
-            "{why}"
-        );
+        assert_eq!(why.models, ModelsDoubt::Unknown(ModelsUnknown::NoneNamed));
+        assert_eq!(why.contradiction, None);
         facts.cuda_device_uuids = Some(BTreeMap::from([(
             0,
             "5a88edbe-90c4-2449-8c43-70c57591cca1".to_owned(),
@@ -356,9 +380,14 @@ mod tests {
         let Err(UntrustedOrder(why)) = resolve(&facts, 0) else {
             panic!("a contradicting witness proves nothing");
         };
-        assert!(
-            why.ends_with("this process's CUDA runtime reports cuda:0 as '5a88edbe-90c4-2449-8c43-70c57591cca1', not nvidia-smi's GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"),
-            "{why}"
+        let contradiction = why.contradiction.unwrap();
+        assert_eq!(
+            (contradiction.index, contradiction.reported.as_str()),
+            (0, "5a88edbe-90c4-2449-8c43-70c57591cca1")
+        );
+        assert_eq!(
+            contradiction.uuid.to_string(),
+            "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
         );
     }
 }

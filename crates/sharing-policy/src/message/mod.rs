@@ -10,4 +10,6 @@
 
 pub(crate) mod access;
 pub(crate) mod daemon_log;
+pub(crate) mod gpu;
+pub(crate) mod lock;
 pub(crate) mod served;

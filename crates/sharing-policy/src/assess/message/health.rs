@@ -3,6 +3,7 @@
 
 use super::super::Context;
 use super::unverified_finding;
+use crate::gpu::HealthRejected;
 use crate::text::repr;
 use crate::{Code, Finding};
 
@@ -36,11 +37,11 @@ pub(in crate::assess) fn not_asked(context: &Context<'_>) -> Finding {
     unverified(context, &gpu, why)
 }
 
-/// The unverified finding for health columns that `nvidia-smi` rejected, printing `line`.
-pub(in crate::assess) fn rejected(context: &Context<'_>, line: &str) -> Finding {
+/// The unverified finding for health columns that `nvidia-smi` rejected.
+pub(in crate::assess) fn rejected(context: &Context<'_>, rejected: &HealthRejected) -> Finding {
     let why = format!(
         "nvidia-smi rejected the GPU health columns as an older driver does ({}), so only the base columns were read",
-        repr(line)
+        repr(crate::message::gpu::health_rejected(rejected))
     );
     unverified(context, &context.gpu.to_string(), why)
 }

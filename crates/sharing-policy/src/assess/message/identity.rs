@@ -95,7 +95,7 @@ pub(in crate::assess) fn unresolved_gpu(
     let (mps, sharing) = (words.mps(), words.sharing());
     let device = format!("cuda:{index}");
     let code = failure.code(role);
-    let mut found = failure.describe();
+    let mut found = crate::message::gpu::failure(failure);
     if let (Role::Collector, Failure::OutOfRange(_)) = (role, failure) {
         found = format!("{device} is out of range; {found}");
     }

@@ -7,3 +7,6 @@
 //! sentences of `<module>.rs`'s statuses. The checks' findings (`assess/message/`) and attest's
 //! verdicts (`attest/message.rs`) quote these words; this floor imports the statuses and
 //! nothing that words or judges above it, so no interpretation module imports it.
+
+pub(crate) mod daemon;
+pub(crate) mod session;

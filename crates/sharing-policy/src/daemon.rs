@@ -1,4 +1,5 @@
-//! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e).
+//! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e). The
+//! statuses carry what was read; `message/daemon.rs` words them.
 
 mod first_session;
 mod probe;

@@ -1,7 +1,8 @@
 //! The settings session: what the probe asks once the daemon answered (each listed server's
 //! state, clients and limits, the default pinned-memory limit of each GPU ordinal the first
-//! session did not ask), and what each answer says, in words: mps-protocol splits a session
-//! and parses each answer into a status (docs/mps-daemon.md §5b; gpu-truth §4–5).
+//! session did not ask), and what each answer says: mps-protocol splits a session and parses
+//! each answer into a status (docs/mps-daemon.md §5b; gpu-truth §4–5). Why a session or an
+//! answer says nothing known is structured here and worded in `message/session.rs`.
 
 use crate::daemon::{self, DaemonStatus, RetriedAfterAnswer};
 use crate::{

@@ -61,7 +61,6 @@ pub(crate) fn evidence(request: &Request, facts: &HostFacts) -> Evidence {
     // client reaches the daemon, whatever a query through another path answered.
     if evidence.control_pipe_kind.is_some()
         && let DaemonStatus::Live { server_pid } = crate::daemon::reference::status_with_pid_file(
-            crate::Vocabulary::Reference,
             facts.daemon_query.as_ref(),
             directory.as_bytes(),
             served::corroborating_pid_file(facts),

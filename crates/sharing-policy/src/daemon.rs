@@ -1,16 +1,17 @@
-//! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e).
+//! Interpreting the recorded daemon query and pid file (docs/mps-daemon.md §5 c–e). The
+//! statuses carry what was read; `message/daemon.rs` words them.
 
 mod first_session;
+mod probe;
 pub(crate) mod reference;
 
 use first_session::first_session_answer;
 pub(crate) use first_session::{is_first_session, session_answers};
+use probe::check_probe;
+pub(crate) use probe::{ProbeMismatch, RetriedAfterAnswer, check_retries, is_control_program};
 
-use crate::retry::transient_signature;
-use crate::text::{push_plain, push_repr, repr};
 use crate::{
-    CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, PidFileFacts, QueryOutcome, QueryRecord,
-    Vocabulary, parse_pid, probe_stdin,
+    CapturedText, DAEMON_QUERY_PROGRAM, PidFileFacts, QueryOutcome, QueryRecord, parse_pid,
 };
 use reference::is_reference;
 
@@ -24,19 +25,66 @@ pub(crate) enum DaemonStatus {
     },
     /// The snapshot holds no daemon query.
     NotQueried,
-    /// The front-end could not be started.
+    /// The front-end could not be started: the OS error starting it met.
     SpawnFailed(String),
     /// The query did not finish within its deadline (a frozen daemon).
     TimedOut {
         /// The deadline, in milliseconds.
         timeout_ms: u64,
     },
-    /// The front-end exited non-zero or was killed: no daemon answered.
-    NoAnswer(String),
+    /// No daemon answered.
+    NoAnswer(NoAnswer),
     /// Exit 0, but the output is not the known shape (or was cut short or not UTF-8).
-    Unrecognized(String),
+    Unrecognized(Unrecognized),
     /// The record is not the read-only probe this validator interprets.
-    NotTheProbe(String),
+    NotTheProbe(ProbeMismatch),
+}
+
+/// How a query ended without a daemon's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NoAnswer {
+    /// The front-end exited non-zero or was killed, with what it printed.
+    Ended {
+        /// The exit code, when it exited normally.
+        code: Option<i32>,
+        /// The signal that ended it, otherwise.
+        signal: Option<i32>,
+        /// Its standard output.
+        stdout: CapturedText,
+        /// Its standard error.
+        stderr: CapturedText,
+    },
+    /// The reference's query exited 0 and listed no server: that does not tell a live idle
+    /// daemon from a front-end that reached none ([`reference::status_with_pid_file`]).
+    ReferenceIdle,
+}
+
+/// An exit-0 answer that is not the known shape: why, with what was printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unrecognized {
+    /// What is wrong with it.
+    pub(crate) fault: AnswerFault,
+    /// The standard output.
+    pub(crate) stdout: CapturedText,
+    /// The standard error.
+    pub(crate) stderr: CapturedText,
+}
+
+/// What is wrong with an exit-0 answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnswerFault {
+    /// The output was cut short.
+    CutShort,
+    /// The output is not UTF-8.
+    NotUtf8,
+    /// Something was printed on stderr.
+    MessageOnStderr,
+    /// Not the probe's answer: the active-thread percentage line, then one server PID per line.
+    NotProbeShape,
+    /// Not the first session's answer ([`first_session`]).
+    NotFirstSessionShape,
+    /// Not the reference query's answer: one server PID per line ([`reference::answer`]).
+    NotReferenceShape,
 }
 
 /// The daemon's liveness answer to `get_default_active_thread_percentage`: the daemon's `%.1f`
@@ -56,132 +104,17 @@ pub(crate) fn server_pid_line(line: &str) -> Option<i64> {
     parse_pid(line)
 }
 
-/// Whether the program as spawned is the control front-end (a bare name or a path to it).
-pub(crate) fn is_control_program(program: &str) -> bool {
-    program.rsplit('/').next() == Some(DAEMON_QUERY_PROGRAM)
-}
-
-pub(crate) fn describe_text(label: &str, text: &CapturedText) -> String {
-    let mut out = String::new();
-    push_described(&mut out, label, text);
-    out
-}
-
-/// Appends `<label> <repr of the text>` and whether it was cut short or not UTF-8.
-fn push_described(out: &mut String, label: &str, text: &CapturedText) {
-    out.reserve(label.len() + text.text.len() + 32);
-    out.push_str(label);
-    out.push(' ');
-    push_repr(out, &text.text);
-    if text.truncated {
-        out.push_str(" (cut short)");
-    }
-    if text.non_utf8 {
-        out.push_str(" (not UTF-8)");
-    }
-}
-
-/// Appends what a query that ended without answering printed on `label`: quoted as the
-/// reference quotes it (`, stderr 'Cannot find MPS control daemon process\n'`), or as its text
-/// (`; stderr: Cannot find MPS control daemon process`, control characters escaped).
-fn push_printed(out: &mut String, words: Vocabulary, label: &str, text: &CapturedText) {
-    match words {
-        Vocabulary::Reference => {
-            out.push_str(", ");
-            push_described(out, label, text);
-        }
-        Vocabulary::Cli => {
-            out.push_str("; ");
-            out.push_str(label);
-            out.push_str(": ");
-            push_plain(out, text.text.trim_end());
-            if text.truncated {
-                out.push_str(" (cut short)");
-            }
-            if text.non_utf8 {
-                out.push_str(" (not UTF-8)");
-            }
-        }
-    }
-}
-
-/// Whether `stdin` is `probe_stdin(&DAEMON_PROBE)`, compared without building it.
-fn is_probe_stdin(stdin: &str) -> bool {
-    mps_protocol::is_stdin_of(stdin, &DAEMON_PROBE)
-}
-
-/// Checks that `record` is this crate's read-only probe: the control front-end, no arguments
-/// (argv commands are ignored by v2 daemons and look like success), [`DAEMON_PROBE`] on stdin,
-/// and — when the record sets one — `CUDA_MPS_PIPE_DIRECTORY` equal to `pipe_directory`.
-fn check_probe(record: &QueryRecord, pipe_directory: &[u8]) -> Result<(), String> {
-    if !is_control_program(&record.program) {
-        return Err(format!(
-            "the daemon query ran {} instead of {DAEMON_QUERY_PROGRAM}",
-            repr(&record.program)
-        ));
-    }
-    if !record.args.is_empty() {
-        return Err(format!(
-            "the daemon query passed arguments {:?}; the probe passes none",
-            record.args
-        ));
-    }
-    if !is_probe_stdin(&record.stdin) && !is_first_session(&record.stdin) && !is_reference(record) {
-        return Err(format!(
-            "the daemon query sent {} instead of {}",
-            repr(&record.stdin),
-            repr(&probe_stdin(&DAEMON_PROBE))
-        ));
-    }
-    if let Some(dir) = record.env.get("CUDA_MPS_PIPE_DIRECTORY")
-        && dir.as_bytes() != pipe_directory
-    {
-        return Err(format!(
-            "the daemon query used CUDA_MPS_PIPE_DIRECTORY={}, not the effective pipe directory {}",
-            repr(&dir.to_string_lossy()),
-            repr(&String::from_utf8_lossy(pipe_directory)),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks that the probe asked again only after transient outcomes ([`crate::retry`]): an
-/// earlier attempt that was a clear answer means the record is not what this probe writes.
-pub(crate) fn check_retries(record: &QueryRecord) -> Result<(), String> {
-    match record
-        .earlier_attempts
-        .iter()
-        .position(|attempt| transient_signature(&attempt.outcome).is_none())
-    {
-        None => Ok(()),
-        Some(index) => Err(format!(
-            "the daemon query was retried after attempt {} of {}, which was not a transient outcome",
-            index + 1,
-            record.earlier_attempts.len() + 1
-        )),
-    }
-}
-
 /// Interprets the daemon query. Liveness = exit 0 within the deadline with the known output
 /// shape and an empty stderr; an empty server list is a healthy idle daemon.
 pub(crate) fn status(record: Option<&QueryRecord>, pipe_directory: &[u8]) -> DaemonStatus {
-    status_in(Vocabulary::Reference, record, pipe_directory)
-}
-
-/// [`status`], with what a failed query printed described in `words`.
-pub(crate) fn status_in(
-    words: Vocabulary,
-    record: Option<&QueryRecord>,
-    pipe_directory: &[u8],
-) -> DaemonStatus {
     let Some(record) = record else {
         return DaemonStatus::NotQueried;
     };
-    if let Err(why) = check_probe(record, pipe_directory) {
-        return DaemonStatus::NotTheProbe(why);
+    if let Err(mismatch) = check_probe(record, pipe_directory) {
+        return DaemonStatus::NotTheProbe(mismatch);
     }
-    if let Err(why) = check_retries(record) {
-        return DaemonStatus::NotTheProbe(why);
+    if let Err(retried) = check_retries(record) {
+        return DaemonStatus::NotTheProbe(ProbeMismatch::Retried(retried));
     }
     match &record.outcome {
         QueryOutcome::Exited {
@@ -202,14 +135,13 @@ pub(crate) fn status_in(
             stdout,
             stderr,
         } => answer(stdout, stderr),
-        _ => not_answered(words, record).unwrap_or(DaemonStatus::NotQueried),
+        _ => not_answered(record).unwrap_or(DaemonStatus::NotQueried),
     }
 }
 
 /// How a query that did not exit 0 ended: not started, timed out, or exited non-zero or by a
-/// signal (with what it printed, described in `words`). `None` for an exit 0, whose output is
-/// the answer.
-pub(crate) fn not_answered(words: Vocabulary, record: &QueryRecord) -> Option<DaemonStatus> {
+/// signal (with what it printed). `None` for an exit 0, whose output is the answer.
+pub(crate) fn not_answered(record: &QueryRecord) -> Option<DaemonStatus> {
     match &record.outcome {
         QueryOutcome::SpawnFailed { error } => Some(DaemonStatus::SpawnFailed(error.clone())),
         QueryOutcome::TimedOut { .. } => Some(DaemonStatus::TimedOut {
@@ -221,77 +153,59 @@ pub(crate) fn not_answered(words: Vocabulary, record: &QueryRecord) -> Option<Da
             signal,
             stdout,
             stderr,
-        } => {
-            let how = match (code, signal) {
-                (Some(code), _) => format!("exit status {code}"),
-                (None, Some(signal)) => format!("killed by signal {signal}"),
-                (None, None) => "no exit status".to_owned(),
-            };
-            let mut detail = String::with_capacity(96);
-            detail.push_str(DAEMON_QUERY_PROGRAM);
-            detail.push_str(" ended with ");
-            detail.push_str(&how);
-            if !stderr.text.is_empty() || stderr.truncated {
-                push_printed(&mut detail, words, "stderr", stderr);
-            }
-            if !stdout.text.is_empty() || stdout.truncated {
-                push_printed(&mut detail, words, "stdout", stdout);
-            }
-            Some(DaemonStatus::NoAnswer(detail))
-        }
+        } => Some(DaemonStatus::NoAnswer(NoAnswer::Ended {
+            code: *code,
+            signal: *signal,
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+        })),
     }
 }
 
 /// Why an exit-0 answer cannot be read at all (cut short, not UTF-8, a message on stderr),
 /// whatever was asked: the shared first checks of [`answer`] and of the reference queries'.
 pub(crate) fn unreadable(stdout: &CapturedText, stderr: &CapturedText) -> Option<DaemonStatus> {
-    let why = if stdout.truncated || stderr.truncated {
-        "the output was cut short"
+    let fault = if stdout.truncated || stderr.truncated {
+        AnswerFault::CutShort
     } else if stdout.non_utf8 || stderr.non_utf8 {
-        "the output is not UTF-8"
+        AnswerFault::NotUtf8
     } else if !stderr.text.is_empty() {
-        "exit 0 with a message on stderr"
+        AnswerFault::MessageOnStderr
     } else {
         return None;
     };
-    Some(unrecognized(why, stdout, stderr))
+    Some(unrecognized(fault, stdout, stderr))
 }
 
-/// An answer of the wrong shape, `why`, with what was printed.
+/// An answer of the wrong shape, `fault`, with what was printed.
 pub(crate) fn unrecognized(
-    why: &str,
+    fault: AnswerFault,
     stdout: &CapturedText,
     stderr: &CapturedText,
 ) -> DaemonStatus {
-    DaemonStatus::Unrecognized(format!(
-        "{why}: {}, {}",
-        describe_text("stdout", stdout),
-        describe_text("stderr", stderr)
-    ))
+    DaemonStatus::Unrecognized(Unrecognized {
+        fault,
+        stdout: stdout.clone(),
+        stderr: stderr.clone(),
+    })
 }
 
 fn answer(stdout: &CapturedText, stderr: &CapturedText) -> DaemonStatus {
     if let Some(status) = unreadable(stdout, stderr) {
         return status;
     }
-    let unrecognized = |why: &str| unrecognized(why, stdout, stderr);
+    let unrecognized = || unrecognized(AnswerFault::NotProbeShape, stdout, stderr);
     let Some(body) = stdout.text.strip_suffix('\n') else {
-        return unrecognized(
-            "expected the active-thread percentage line, then one server PID per line",
-        );
+        return unrecognized();
     };
     let mut lines = body.split('\n');
     if !lines.next().is_some_and(is_percentage) {
-        return unrecognized(
-            "expected the active-thread percentage line, then one server PID per line",
-        );
+        return unrecognized();
     }
     let mut server_pid = None;
     for line in lines {
         let Some(pid) = server_pid_line(line) else {
-            return unrecognized(
-                "expected the active-thread percentage line, then one server PID per line",
-            );
+            return unrecognized();
         };
         server_pid.get_or_insert(pid);
     }
@@ -321,9 +235,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::OsText;
+    use crate::{DAEMON_PROBE, OsText, probe_stdin};
 
-    fn record(outcome: QueryOutcome) -> QueryRecord {
+    pub(super) fn record(outcome: QueryOutcome) -> QueryRecord {
         QueryRecord {
             program: DAEMON_QUERY_PROGRAM.to_owned(),
             args: vec![],
@@ -342,6 +256,14 @@ mod tests {
 
     fn status_of(outcome: QueryOutcome) -> DaemonStatus {
         status(Some(&record(outcome)), b"/tmp/nvidia-mps")
+    }
+
+    /// What is wrong with an exit-0 answer, when it is not recognised.
+    fn fault_of(outcome: QueryOutcome) -> Option<AnswerFault> {
+        match status_of(outcome) {
+            DaemonStatus::Unrecognized(answer) => Some(answer.fault),
+            _ => None,
+        }
     }
 
     #[test]
@@ -376,7 +298,8 @@ mod tests {
             "Cannot find MPS control daemon process\n",
         ));
         assert!(
-            matches!(got, DaemonStatus::NoAnswer(ref d) if d.contains("exit status 1") && d.contains("Cannot find MPS control daemon process")),
+            matches!(got, DaemonStatus::NoAnswer(NoAnswer::Ended { code: Some(1), signal: None, ref stderr, .. })
+                if stderr.text == "Cannot find MPS control daemon process\n"),
             "{got:?}"
         );
     }
@@ -404,18 +327,16 @@ mod tests {
             "-1.0\n",
             "100.0\n²\n",
         ] {
-            assert!(
-                matches!(
-                    status_of(QueryOutcome::exited(0, stdout, "")),
-                    DaemonStatus::Unrecognized(_)
-                ),
+            assert_eq!(
+                fault_of(QueryOutcome::exited(0, stdout, "")),
+                Some(AnswerFault::NotProbeShape),
                 "{stdout:?}"
             );
         }
-        assert!(matches!(
-            status_of(QueryOutcome::exited(0, "100.0\n", "warning\n")),
-            DaemonStatus::Unrecognized(_)
-        ));
+        assert_eq!(
+            fault_of(QueryOutcome::exited(0, "100.0\n", "warning\n")),
+            Some(AnswerFault::MessageOnStderr)
+        );
     }
 
     #[test]
@@ -426,14 +347,14 @@ mod tests {
             stdout: CapturedText::from_bytes(b"100.0\n", true),
             stderr: CapturedText::default(),
         };
-        assert!(matches!(status_of(outcome), DaemonStatus::Unrecognized(_)));
+        assert_eq!(fault_of(outcome), Some(AnswerFault::CutShort));
         let outcome = QueryOutcome::Exited {
             code: Some(0),
             signal: None,
             stdout: CapturedText::from_bytes(b"100.0\n\xff\n", false),
             stderr: CapturedText::default(),
         };
-        assert!(matches!(status_of(outcome), DaemonStatus::Unrecognized(_)));
+        assert_eq!(fault_of(outcome), Some(AnswerFault::NotUtf8));
     }
 
     #[test]
@@ -451,67 +372,6 @@ mod tests {
         };
         assert!(matches!(status_of(spawn), DaemonStatus::SpawnFailed(_)));
         assert_eq!(status(None, b"/tmp/nvidia-mps"), DaemonStatus::NotQueried);
-    }
-
-    #[test]
-    fn a_different_query_is_not_the_probe() {
-        let mut argv = record(QueryOutcome::exited(0, "", ""));
-        argv.args = vec!["get_server_list".to_owned()];
-        assert!(matches!(
-            status(Some(&argv), b"/tmp/nvidia-mps"),
-            DaemonStatus::NotTheProbe(_)
-        ));
-        let mut stdin = record(QueryOutcome::exited(0, "", ""));
-        stdin.stdin = "get_default_active_thread_percentage\n".to_owned();
-        assert!(matches!(
-            status(Some(&stdin), b"/tmp/nvidia-mps"),
-            DaemonStatus::NotTheProbe(_)
-        ));
-        let ok = record(QueryOutcome::exited(0, "100.0\n", ""));
-        assert!(matches!(
-            status(Some(&ok), b"/elsewhere"),
-            DaemonStatus::NotTheProbe(_)
-        ));
-        let mut path = record(QueryOutcome::exited(0, "100.0\n", ""));
-        path.program = "/usr/bin/nvidia-cuda-mps-control".to_owned();
-        assert_eq!(
-            status(Some(&path), b"/tmp/nvidia-mps"),
-            DaemonStatus::Live { server_pid: None }
-        );
-    }
-
-    #[test]
-    fn a_retried_query_is_judged_by_its_last_attempt_after_transient_ones_only() {
-        let attempt = |outcome| crate::Attempt {
-            elapsed_ms: 2,
-            backoff_ms: 7,
-            outcome,
-        };
-        let mut retried = record(QueryOutcome::exited(0, "100.0\n", ""));
-        retried.earlier_attempts = vec![
-            attempt(QueryOutcome::exited(1, "", crate::retry::CANNOT_SEND)),
-            attempt(QueryOutcome::exited(0, "", "")),
-        ];
-        assert_eq!(
-            status(Some(&retried), b"/tmp/nvidia-mps"),
-            DaemonStatus::Live { server_pid: None }
-        );
-        retried.earlier_attempts.push(attempt(QueryOutcome::exited(
-            1,
-            "",
-            "Cannot find MPS control daemon process\n",
-        )));
-        let got = status(Some(&retried), b"/tmp/nvidia-mps");
-        assert!(
-            matches!(got, DaemonStatus::NotTheProbe(ref why) if why.contains("attempt 3 of 4")),
-            "{got:?}"
-        );
-        let mut busy = record(QueryOutcome::exited(1, "", crate::retry::CANNOT_SEND));
-        busy.earlier_attempts = vec![attempt(QueryOutcome::exited(0, "", ""))];
-        assert!(matches!(
-            status(Some(&busy), b"/tmp/nvidia-mps"),
-            DaemonStatus::NoAnswer(_)
-        ));
     }
 
     /// The daemon's `%.1f` of a percentage: `^[0-9]{1,3}\.[0-9]$` (the reference's rule,

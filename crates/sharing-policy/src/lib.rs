@@ -67,6 +67,7 @@ pub use host_extra::{
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
 pub use message::daemon_log::daemon_log_directory;
+pub use message::session::settings_answers;
 pub use mps_protocol::{
     Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, FIRST_SESSION_ORDINALS,
     GPU_QUERY_PROGRAM, MemSize, OsText, Percentage, Pid, QueryOutcome, QueryRecord,
@@ -78,7 +79,7 @@ pub use process::{
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid, proven_daemon_pid};
-pub use session::{MAX_LISTED_CLIENTS, listed_client_pids, settings_answers, settings_commands};
+pub use session::{MAX_LISTED_CLIENTS, listed_client_pids, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
 pub use unobserved::{ToolNotStarted, nothing_observed, tools_not_started};

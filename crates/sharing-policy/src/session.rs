@@ -1,10 +1,13 @@
 //! The settings session: what the probe asks once the daemon answered (each listed server's
 //! state, clients and limits, the default pinned-memory limit of each GPU ordinal the first
-//! session did not ask), and what each answer says, in words: mps-protocol splits a session
-//! and parses each answer into a status (docs/mps-daemon.md §5b; gpu-truth §4–5).
+//! session did not ask), and what each answer says: mps-protocol splits a session and parses
+//! each answer into a status (docs/mps-daemon.md §5b; gpu-truth §4–5). Why a session or an
+//! answer says nothing known is structured here and worded in `message/session.rs`.
 
-use crate::daemon::{self, DaemonStatus};
-use crate::{HostFacts, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, gpu, served};
+use crate::daemon::{self, DaemonStatus, RetriedAfterAnswer};
+use crate::{
+    CapturedText, HostFacts, Pid, QueryOutcome, QueryRecord, ReadOnlyCommand, gpu, served,
+};
 use crate::{MemSize, Percentage};
 use mps_protocol::Answer;
 
@@ -85,6 +88,30 @@ pub fn settings_commands(facts: &HostFacts) -> Option<Vec<ReadOnlyCommand>> {
     (!asked.is_empty()).then(|| crate::separated(&asked))
 }
 
+/// Why a recorded settings session cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SessionUnreadable {
+    /// It ran another program than the control front-end, or passed arguments.
+    NotTheFrontEnd,
+    /// Its `CUDA_MPS_PIPE_DIRECTORY` names another pipe directory.
+    OtherPipeDirectory,
+    /// It asked again after an answer that was not transient.
+    Retried(RetriedAfterAnswer),
+    /// Its stdin is not a separated session of read-only commands.
+    NotSeparated,
+    /// It did not exit 0: how it ended ([`daemon::not_answered`]).
+    NotAnswered(DaemonStatus),
+    /// Exit 0, but cut short or with a message on stderr, or its stdout not UTF-8.
+    Unclean {
+        /// The standard output.
+        stdout: CapturedText,
+        /// The standard error.
+        stderr: CapturedText,
+    },
+    /// Its stdout (here) is not one answer per asked command between liveness lines.
+    NotSplit(CapturedText),
+}
+
 /// Each asked command of a recorded settings session with its answer lines, or why the record
 /// cannot be read as one: it must be this probe's (the control front-end, no arguments, a
 /// [`crate::separated`] session of read-only commands on stdin, the pipe directory, retried
@@ -93,7 +120,7 @@ pub fn settings_commands(facts: &HostFacts) -> Option<Vec<ReadOnlyCommand>> {
 pub(crate) fn session_answers<'a>(
     record: &'a QueryRecord,
     pipe_directory: &[u8],
-) -> Result<Vec<(ReadOnlyCommand, Vec<&'a str>)>, String> {
+) -> Result<Vec<(ReadOnlyCommand, Vec<&'a str>)>, SessionUnreadable> {
     let asked = asked_commands(record, pipe_directory)?;
     let QueryOutcome::Exited {
         code: Some(0),
@@ -102,94 +129,85 @@ pub(crate) fn session_answers<'a>(
         ..
     } = &record.outcome
     else {
-        let how = daemon::not_answered(crate::Vocabulary::Cli, record);
-        return Err(match how {
-            Some(DaemonStatus::TimedOut { timeout_ms }) => {
-                format!("the settings query did not answer within {timeout_ms} ms")
-            }
-            Some(DaemonStatus::NoAnswer(detail)) => detail,
-            Some(DaemonStatus::SpawnFailed(error)) => {
-                format!("the settings query could not be started: {error}")
-            }
-            _ => "the settings query did not answer".to_owned(),
-        });
+        let how = daemon::not_answered(record).unwrap_or(DaemonStatus::NotQueried);
+        return Err(SessionUnreadable::NotAnswered(how));
     };
     if stdout.truncated || stdout.non_utf8 || stderr.truncated || !stderr.text.is_empty() {
-        return Err(format!(
-            "the settings query answered with {}, {}",
-            daemon::describe_text("stdout", stdout),
-            daemon::describe_text("stderr", stderr)
-        ));
+        return Err(SessionUnreadable::Unclean {
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+        });
     }
-    mps_protocol::split_answers(&asked, &stdout.text).ok_or_else(|| {
-        format!(
-            "the settings query's answer is not one answer per question between liveness lines: {}",
-            daemon::describe_text("stdout", stdout)
-        )
-    })
-}
-
-/// `session_answers` for callers outside the validator (the real-daemon recordings' tests,
-/// `attest`): each asked command of a recorded settings session with its answer lines, or why
-/// the record is not a readable session. The answers are not interpreted.
-///
-/// # Errors
-/// The record is not this probe's settings session, did not exit 0 with an empty stderr, or
-/// its stdout does not split into one answer per asked command between `%.1f` lines.
-pub fn settings_answers(
-    record: &QueryRecord,
-    pipe_directory: &crate::OsText,
-) -> Result<Vec<(ReadOnlyCommand, Vec<String>)>, String> {
-    session_answers(record, pipe_directory.as_bytes()).map(|answers| {
-        answers
-            .into_iter()
-            .map(|(command, lines)| (command, lines.into_iter().map(str::to_owned).collect()))
-            .collect()
-    })
+    mps_protocol::split_answers(&asked, &stdout.text)
+        .ok_or_else(|| SessionUnreadable::NotSplit(stdout.clone()))
 }
 
 /// The commands a settings session asked, between its liveness commands.
 fn asked_commands(
     record: &QueryRecord,
     pipe_directory: &[u8],
-) -> Result<Vec<ReadOnlyCommand>, String> {
+) -> Result<Vec<ReadOnlyCommand>, SessionUnreadable> {
     if !daemon::is_control_program(&record.program) || !record.args.is_empty() {
-        return Err("the settings query is not the control front-end without arguments".to_owned());
+        return Err(SessionUnreadable::NotTheFrontEnd);
     }
     if record
         .env
         .get("CUDA_MPS_PIPE_DIRECTORY")
         .is_some_and(|dir| dir.as_bytes() != pipe_directory)
     {
-        return Err("the settings query used another pipe directory".to_owned());
+        return Err(SessionUnreadable::OtherPipeDirectory);
     }
-    daemon::check_retries(record)?;
-    mps_protocol::asked_in(&record.stdin)
-        .ok_or_else(|| "the settings query's stdin is not a separated session".to_owned())
+    daemon::check_retries(record).map_err(SessionUnreadable::Retried)?;
+    mps_protocol::asked_in(&record.stdin).ok_or(SessionUnreadable::NotSeparated)
 }
 
 pub(crate) use mps_protocol::ServerState;
 
 /// One answer of the settings session: known, or why not.
-pub(crate) type Read<T> = Result<T, String>;
+pub(crate) type Read<T> = Result<T, AnswerUnread>;
 
-/// What `lines` printed, for a message.
-fn printed(lines: &[&str]) -> String {
-    crate::text::repr(&lines.join("\n"))
+/// Why one answer of the settings session says nothing known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AnswerUnread {
+    /// The daemon does not know the command (`Unknown command`: an older driver).
+    UnknownCommand(ReadOnlyCommand),
+    /// The server had ended when it was asked (`Server <pid> not found`).
+    ServerGone(Pid, ServerAsked),
+    /// `get_client_list` listed more than [`MAX_LISTED_CLIENTS`] clients.
+    TooManyClients(Pid),
+    /// Any other answer to the command: the lines it printed.
+    Unexpected(ReadOnlyCommand, Vec<String>),
+}
+
+/// What was asked of a server that had ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServerAsked {
+    /// Its state (`get_server_status`).
+    State,
+    /// Its clients (`get_client_list`).
+    Clients,
+    /// Its active-thread percentage (`get_active_thread_percentage`).
+    ActiveThreadPercentage,
+    /// Its pinned-memory limit for a device (`get_device_pinned_mem_limit`).
+    PinnedMemLimit,
+}
+
+/// `command`'s answer `lines`, kept as printed, when they are not a known answer.
+fn unexpected(command: ReadOnlyCommand, lines: &[&str]) -> AnswerUnread {
+    AnswerUnread::Unexpected(
+        command,
+        lines.iter().map(|line| (*line).to_owned()).collect(),
+    )
 }
 
 /// The state `lines` (one answer of `get_server_status <pid>`) give.
 pub(crate) fn server_state(pid: Pid, lines: &[&str]) -> Read<ServerState> {
+    let command = ReadOnlyCommand::GetServerStatus(pid);
     match mps_protocol::server_state(pid, lines) {
         Answer::Value(state) => Ok(state),
-        Answer::UnknownCommand => {
-            Err("the daemon has no get_server_status (drivers before 550 do not)".to_owned())
-        }
-        Answer::ServerNotFound => Err(format!("server {pid} was gone when its state was asked")),
-        _ => Err(format!(
-            "get_server_status {pid} answered {}",
-            printed(lines)
-        )),
+        Answer::UnknownCommand => Err(AnswerUnread::UnknownCommand(command)),
+        Answer::ServerNotFound => Err(AnswerUnread::ServerGone(pid, ServerAsked::State)),
+        _ => Err(unexpected(command, lines)),
     }
 }
 
@@ -198,14 +216,13 @@ pub(crate) fn server_state(pid: Pid, lines: &[&str]) -> Read<ServerState> {
 /// `Server <pid> not found` (the server exited between the list and the session), more than
 /// [`MAX_LISTED_CLIENTS`] PIDs, or any other word is not a list.
 pub(crate) fn client_pids(pid: Pid, lines: &[&str]) -> Read<Vec<Pid>> {
+    let command = ReadOnlyCommand::GetClientList(pid);
     match mps_protocol::client_pids(pid, lines) {
         Answer::Value(pids) => Ok(pids),
-        Answer::ServerNotFound => Err(format!("server {pid} was gone when its clients were asked")),
-        Answer::UnknownCommand => Err("the daemon has no get_client_list".to_owned()),
-        Answer::TooMany => Err(format!(
-            "get_client_list {pid} listed more than {MAX_LISTED_CLIENTS} clients"
-        )),
-        Answer::Unexpected => Err(format!("get_client_list {pid} answered {}", printed(lines))),
+        Answer::ServerNotFound => Err(AnswerUnread::ServerGone(pid, ServerAsked::Clients)),
+        Answer::UnknownCommand => Err(AnswerUnread::UnknownCommand(command)),
+        Answer::TooMany => Err(AnswerUnread::TooManyClients(pid)),
+        Answer::Unexpected => Err(unexpected(command, lines)),
     }
 }
 
@@ -214,12 +231,13 @@ pub(crate) fn client_pids(pid: Pid, lines: &[&str]) -> Read<Vec<Pid>> {
 pub(crate) fn server_percentage(pid: Pid, lines: &[&str]) -> Read<Percentage> {
     match mps_protocol::server_percentage(pid, lines) {
         Answer::Value(percentage) => Ok(percentage),
-        Answer::ServerNotFound => Err(format!(
-            "server {pid} was gone when its active-thread percentage was asked"
+        Answer::ServerNotFound => Err(AnswerUnread::ServerGone(
+            pid,
+            ServerAsked::ActiveThreadPercentage,
         )),
-        _ => Err(format!(
-            "get_active_thread_percentage {pid} answered {}",
-            printed(lines)
+        _ => Err(unexpected(
+            ReadOnlyCommand::GetActiveThreadPercentage(pid),
+            lines,
         )),
     }
 }
@@ -233,12 +251,10 @@ pub(crate) fn server_pinned_limit(
 ) -> Read<Option<(MemSize, String)>> {
     match mps_protocol::server_pinned_limit(pid, lines) {
         Answer::Value(size) => Ok(with_raw(size, lines)),
-        Answer::ServerNotFound => Err(format!(
-            "server {pid} was gone when its pinned-memory limit was asked"
-        )),
-        _ => Err(format!(
-            "get_device_pinned_mem_limit {pid} {device} answered {}",
-            printed(lines)
+        Answer::ServerNotFound => Err(AnswerUnread::ServerGone(pid, ServerAsked::PinnedMemLimit)),
+        _ => Err(unexpected(
+            ReadOnlyCommand::GetDevicePinnedMemLimit(pid, device),
+            lines,
         )),
     }
 }
@@ -279,15 +295,10 @@ pub fn listed_client_pids(facts: &HostFacts) -> Vec<i64> {
 /// The limit `lines` (one answer of `get_default_device_pinned_mem_limit`) give: `None` when
 /// the daemon printed nothing (no limit set for that device identifier).
 pub(crate) fn pinned_limit(device: u32, lines: &[&str]) -> Read<Option<(MemSize, String)>> {
+    let command = ReadOnlyCommand::GetDefaultDevicePinnedMemLimit(device);
     match mps_protocol::default_pinned_limit(lines) {
         Answer::Value(size) => Ok(with_raw(size, lines)),
-        Answer::UnknownCommand => Err(
-            "the daemon has no get_default_device_pinned_mem_limit (drivers before 535 do not)"
-                .to_owned(),
-        ),
-        _ => Err(format!(
-            "get_default_device_pinned_mem_limit {device} answered {}",
-            printed(lines)
-        )),
+        Answer::UnknownCommand => Err(AnswerUnread::UnknownCommand(command)),
+        _ => Err(unexpected(command, lines)),
     }
 }

@@ -4,6 +4,7 @@
 //! tools could not be started: the observer's configuration, not the host's health.
 
 use crate::daemon::{self, DaemonStatus};
+use crate::message::daemon::{no_answer, probe_mismatch, unrecognized};
 use crate::text::clause;
 use crate::{DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, HostFacts, QueryOutcome, Vocabulary, gpu};
 
@@ -27,7 +28,7 @@ pub fn nothing_observed(facts: &HostFacts, words: Vocabulary) -> Option<String> 
         return None;
     };
     let directory = facts.env.pipe_directory();
-    let daemon = match daemon::status_in(words, facts.daemon_query.as_ref(), directory.as_bytes()) {
+    let daemon = match daemon::status(facts.daemon_query.as_ref(), directory.as_bytes()) {
         DaemonStatus::Live { .. } => return None,
         DaemonStatus::NotQueried => "it was not queried".to_owned(),
         DaemonStatus::SpawnFailed(error) => {
@@ -36,9 +37,9 @@ pub fn nothing_observed(facts: &HostFacts, words: Vocabulary) -> Option<String> 
         DaemonStatus::TimedOut { timeout_ms } => {
             format!("the query did not answer within {timeout_ms} ms")
         }
-        DaemonStatus::NoAnswer(why)
-        | DaemonStatus::Unrecognized(why)
-        | DaemonStatus::NotTheProbe(why) => why,
+        DaemonStatus::NoAnswer(how) => no_answer(words, &how),
+        DaemonStatus::Unrecognized(answer) => unrecognized(&answer),
+        DaemonStatus::NotTheProbe(mismatch) => probe_mismatch(&mismatch),
     };
     Some(format!(
         "no GPU table ({}), and no control daemon answered through {} ({})",

@@ -33,7 +33,8 @@ pub(super) fn settings<'a>(context: &Context<'a>) -> Answers<'a> {
         .and_then(crate::daemon::session_answers)
         .unwrap_or_default();
     let settings = match context.facts.settings_query.as_ref() {
-        Some(record) => session::session_answers(record, context.directory.as_bytes()),
+        Some(record) => session::session_answers(record, context.directory.as_bytes())
+            .map_err(|why| crate::message::session::session_unreadable(&why)),
         // A first session that asked the defaults leaves nothing to ask on an idle daemon.
         None if !first.is_empty() => Ok(Vec::new()),
         None => Err(message::answers::no_settings_query()),

@@ -8,6 +8,7 @@
 
 use super::answers::{Answers, answer};
 use super::{Context, Findings, Served, message};
+use crate::message::session::answer_unread;
 use crate::served::{DaemonProcess, Scope};
 use crate::session;
 use crate::{ClientFacts, Pid, ReadOnlyCommand, served};
@@ -57,8 +58,9 @@ pub(super) fn check(
     // Every client the lists name (live, stale or unknown), and whether every list was read.
     let (mut listed_count, mut lists_read) = (0_u32, true);
     for server in servers.into_iter().filter_map(Pid::new) {
-        let listed = answer(answers, ReadOnlyCommand::GetClientList(server))
-            .and_then(|lines| session::client_pids(server, lines));
+        let listed = answer(answers, ReadOnlyCommand::GetClientList(server)).and_then(|lines| {
+            session::client_pids(server, lines).map_err(|why| answer_unread(&why))
+        });
         let clients = match listed {
             Ok(clients) => clients,
             Err(why) => {

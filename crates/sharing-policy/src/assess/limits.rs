@@ -5,7 +5,8 @@
 
 use super::answers::{Answers, answer, daemon_ordinal, settings};
 use super::{Context, Findings, Served, message, server_limits};
-use crate::session::{self, ServerState};
+use crate::message::session::answer_unread;
+use crate::session::{self, AnswerUnread, ServerState};
 use crate::{Percentage, Pid, ReadOnlyCommand, served};
 
 /// What these checks add to the evidence.
@@ -26,9 +27,6 @@ pub(super) struct LimitsEvidence {
     /// The lowest pinned-memory limit for the GPU a listed server applies, as printed.
     pub(super) server_pinned_mem_limit: Option<String>,
 }
-
-/// What `session::server_state` says of a daemon without `get_server_status`.
-const BEFORE_550: &str = "drivers before 550";
 
 /// The server state, then the stated minimums.
 pub(super) fn check(
@@ -91,21 +89,24 @@ fn servers(
     let mut first = None;
     for pid in listed.into_iter().filter_map(Pid::new) {
         let state = answer(answers, ReadOnlyCommand::GetServerStatus(pid))
-            .and_then(|lines| session::server_state(pid, lines));
-        match state {
-            Ok(state) => {
+            .map(|lines| session::server_state(pid, lines));
+        let (why, before_550) = match state {
+            Ok(Ok(state)) => {
                 first.get_or_insert(state.as_str().to_owned());
                 if state == ServerState::Fault {
                     findings.push(|| message::limits::fault(context, pid));
                 }
+                continue;
             }
-            Err(why) => {
-                // A driver without the command cannot be asked again to any effect.
-                let before_550 = why.contains(BEFORE_550);
-                let finding = message::limits::status_unverified(context, pid, why, before_550);
-                served.unverified(context.request, findings, finding);
-            }
-        }
+            // A driver without the command (before 550) cannot be asked again to any effect.
+            Ok(Err(unread)) => (
+                answer_unread(&unread),
+                matches!(unread, AnswerUnread::UnknownCommand(_)),
+            ),
+            Err(why) => (why, false),
+        };
+        let finding = message::limits::status_unverified(context, pid, why, before_550);
+        served.unverified(context.request, findings, finding);
     }
     first
 }
@@ -138,7 +139,9 @@ fn pinned(
 ) -> Option<String> {
     let read = daemon_ordinal(context).and_then(|ordinal| {
         let command = ReadOnlyCommand::GetDefaultDevicePinnedMemLimit(ordinal);
-        answer(answers, command).and_then(|lines| session::pinned_limit(ordinal, lines))
+        answer(answers, command).and_then(|lines| {
+            session::pinned_limit(ordinal, lines).map_err(|why| answer_unread(&why))
+        })
     });
     let wanted = context.request.min_pinned_mem;
     match (read, wanted) {

@@ -17,15 +17,15 @@ pub(super) fn check(
 ) -> Option<i64> {
     let words = findings.words;
     let status = crate::daemon::reference::status_with_pid_file(
-        words,
         facts.daemon_query.as_ref(),
         directory.as_bytes(),
         crate::served::corroborating_pid_file(facts),
     );
     match status {
         DaemonStatus::Live { server_pid } => server_pid,
-        DaemonStatus::NotTheProbe(why) => {
-            findings.push(|| inconsistent(words, why));
+        DaemonStatus::NotTheProbe(mismatch) => {
+            findings
+                .push(|| inconsistent(words, crate::message::daemon::probe_mismatch(&mismatch)));
             None
         }
         status => {

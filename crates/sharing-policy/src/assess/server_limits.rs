@@ -7,6 +7,7 @@
 
 use super::answers::{Answers, answer, daemon_ordinal};
 use super::{Context, Findings, Served, message};
+use crate::message::session::answer_unread;
 use crate::{MemSize, Percentage};
 use crate::{Pid, ReadOnlyCommand, served, session};
 
@@ -29,8 +30,10 @@ pub(super) fn running(context: &Context<'_>, answers: &Answers<'_>) -> Running {
     .collect();
     let mut lowest: Option<(Pid, Percentage)> = None;
     for &pid in &servers {
-        let read = answer(answers, ReadOnlyCommand::GetActiveThreadPercentage(pid))
-            .and_then(|lines| session::server_percentage(pid, lines));
+        let read =
+            answer(answers, ReadOnlyCommand::GetActiveThreadPercentage(pid)).and_then(|lines| {
+                session::server_percentage(pid, lines).map_err(|why| answer_unread(&why))
+            });
         match read {
             Ok(found) => {
                 if lowest.is_none_or(|(_, low)| found < low) {
@@ -93,8 +96,9 @@ pub(super) fn check_pinned(
         let mut lowest: Option<(Pid, MemSize, String)> = None;
         for &pid in &running.servers {
             let command = ReadOnlyCommand::GetDevicePinnedMemLimit(pid, ordinal);
-            let limit = answer(answers, command)
-                .and_then(|lines| session::server_pinned_limit(pid, ordinal, lines))?;
+            let limit = answer(answers, command).and_then(|lines| {
+                session::server_pinned_limit(pid, ordinal, lines).map_err(|why| answer_unread(&why))
+            })?;
             if let Some((size, raw)) = limit
                 && lowest.as_ref().is_none_or(|(_, low, _)| size < *low)
             {

@@ -2,7 +2,8 @@
 //! not established (docs/cli.md, "attest"): client PIDs, whitespace or line separated, and
 //! `Server <pid> not found` are read; anything else is unproven, with the raw text kept.
 
-use crate::daemon::{self, DaemonStatus, describe_text, is_percentage};
+use crate::daemon::{self, DaemonStatus, is_percentage};
+use crate::message::daemon::{describe_text, no_answer, probe_mismatch, retried, unrecognized};
 use crate::served::server_pids;
 use crate::text::repr;
 use crate::{
@@ -43,7 +44,7 @@ pub(crate) fn servers(
     record: Option<&QueryRecord>,
     pipe_directory: &[u8],
 ) -> Result<Vec<i64>, Unproven> {
-    match daemon::status_in(Vocabulary::Cli, record, pipe_directory) {
+    match daemon::status(record, pipe_directory) {
         DaemonStatus::Live { .. } => Ok(server_pids(record, pipe_directory)),
         other => Err(from_status(other, "get_server_list")),
     }
@@ -59,9 +60,15 @@ fn from_status(status: DaemonStatus, asked: &str) -> Unproven {
         DaemonStatus::TimedOut { timeout_ms } => Unproven::no_answer(format!(
             "`{asked}` got no answer within its {timeout_ms} ms deadline (a frozen or busy daemon)"
         )),
-        DaemonStatus::NoAnswer(detail) => Unproven::no_answer(format!("`{asked}`: {detail}")),
-        DaemonStatus::Unrecognized(detail) | DaemonStatus::NotTheProbe(detail) => {
-            Unproven::unrecognized(format!("`{asked}`: {detail}"))
+        // attest is the command line's (and the native Python API's): their words.
+        DaemonStatus::NoAnswer(how) => {
+            Unproven::no_answer(format!("`{asked}`: {}", no_answer(Vocabulary::Cli, &how)))
+        }
+        DaemonStatus::Unrecognized(answer) => {
+            Unproven::unrecognized(format!("`{asked}`: {}", unrecognized(&answer)))
+        }
+        DaemonStatus::NotTheProbe(mismatch) => {
+            Unproven::unrecognized(format!("`{asked}`: {}", probe_mismatch(&mismatch)))
         }
     }
 }
@@ -80,8 +87,7 @@ pub(crate) fn clients(
     };
     let asked = format!("get_client_list {pid}");
     check_client_query(record, pid, pipe_directory).map_err(Unproven::unrecognized)?;
-    // attest is the command line's (and the native Python API's): their words.
-    if let Some(status) = daemon::not_answered(Vocabulary::Cli, record) {
+    if let Some(status) = daemon::not_answered(record) {
         return Err(from_status(status, &asked));
     }
     let QueryOutcome::Exited { stdout, stderr, .. } = &record.outcome else {
@@ -116,7 +122,9 @@ fn check_client_query(
         ));
     }
     match record.env.get("CUDA_MPS_PIPE_DIRECTORY") {
-        Some(dir) if dir.as_bytes() == pipe_directory => daemon::check_retries(record),
+        Some(dir) if dir.as_bytes() == pipe_directory => {
+            daemon::check_retries(record).map_err(|again| retried(&again))
+        }
         _ => Err(format!(
             "the client query of server {server} did not name the pipe directory {}",
             repr(&String::from_utf8_lossy(pipe_directory))

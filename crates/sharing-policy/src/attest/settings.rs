@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::AttestFacts;
+use crate::message::session::{answer_unread, session_unreadable};
 use crate::session::{self, ServerState};
 use crate::{MemSize, Percentage};
 use crate::{Pid, ReadOnlyCommand};
@@ -77,7 +78,7 @@ pub(super) fn read(facts: &AttestFacts, server: i64) -> Option<ServerSettings> {
     let answers = match session::session_answers(record, facts.pipe_directory.as_bytes()) {
         Ok(answers) => answers,
         Err(why) => {
-            settings.unread.push(why);
+            settings.unread.push(session_unreadable(&why));
             return Some(settings);
         }
     };
@@ -89,7 +90,7 @@ pub(super) fn read(facts: &AttestFacts, server: i64) -> Option<ServerSettings> {
             .ok_or_else(|| format!("`{}` was not asked", command.line()))
     };
     match answer(ReadOnlyCommand::GetServerStatus(pid))
-        .and_then(|lines| session::server_state(pid, lines))
+        .and_then(|lines| session::server_state(pid, lines).map_err(|why| answer_unread(&why)))
     {
         Ok(state) => settings.status = Some(state.as_str().to_owned()),
         Err(why) => settings.unread.push(why),

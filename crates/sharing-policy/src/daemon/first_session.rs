@@ -1,7 +1,7 @@
 //! The probe's first session as the validator reads it: the server list and the first
 //! ordinals' default pinned-memory limits, split by mps-protocol's one splitter.
 
-use super::{DaemonStatus, server_pid_line, unreadable, unrecognized};
+use super::{AnswerFault, DaemonStatus, server_pid_line, unreadable, unrecognized};
 use crate::{CapturedText, QueryOutcome, QueryRecord, ReadOnlyCommand};
 
 /// Whether `stdin` is the probe's first session ([`mps_protocol::first_session`]), whose server list
@@ -44,9 +44,9 @@ pub(super) fn first_session_answer(
     if let Some(status) = unreadable(stdout, stderr) {
         return status;
     }
-    let why = "expected a liveness line before each answer (the server PIDs, then each device's default pinned-memory limit) and one last";
+    let fault = AnswerFault::NotFirstSessionShape;
     let Some(answers) = session_answers(record) else {
-        return unrecognized(why, stdout, stderr);
+        return unrecognized(fault, stdout, stderr);
     };
     let servers = answers
         .iter()
@@ -55,7 +55,7 @@ pub(super) fn first_session_answer(
     let mut server_pid = None;
     for line in servers {
         let Some(pid) = server_pid_line(line) else {
-            return unrecognized(why, stdout, stderr);
+            return unrecognized(fault, stdout, stderr);
         };
         server_pid.get_or_insert(pid);
     }

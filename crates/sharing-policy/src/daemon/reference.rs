@@ -4,36 +4,30 @@
 //! with a live daemon pid file.
 
 use crate::daemon::{
-    DaemonStatus, daemon_pid, server_pid_line, status_in, unreadable, unrecognized,
+    AnswerFault, DaemonStatus, NoAnswer, daemon_pid, server_pid_line, status, unreadable,
+    unrecognized,
 };
-use crate::{CapturedText, PidFileFacts, QueryRecord, Vocabulary};
+use crate::{CapturedText, PidFileFacts, QueryRecord};
 
 /// The reference's daemon query is mps-protocol's; an empty answer to it proves a live daemon
 /// only beside a live daemon pid file (`status_with_pid_file`).
 pub use mps_protocol::REFERENCE_DAEMON_STDIN;
-
-/// Why an empty answer to [`REFERENCE_DAEMON_STDIN`] proves no daemon.
-const REFERENCE_IDLE: &str = "nvidia-cuda-mps-control exited 0 and listed no MPS server for get_server_list (the reference's query, with no liveness line), which does not tell a live idle daemon from a front-end that reached none, and no pid file names a live control daemon";
 
 /// Whether `record` is the reference's query ([`REFERENCE_DAEMON_STDIN`]).
 pub(crate) fn is_reference(record: &QueryRecord) -> bool {
     record.stdin == REFERENCE_DAEMON_STDIN
 }
 
-/// [`status_in`], where an empty answer to the reference's query counts as a live idle daemon
+/// [`status`], where an empty answer to the reference's query counts as a live idle daemon
 /// when the pid file names a live control daemon ([`daemon_pid`]): the server list alone
 /// cannot prove an idle daemon's liveness, the pid file's live process corroborates it.
 pub(crate) fn status_with_pid_file(
-    words: Vocabulary,
     record: Option<&QueryRecord>,
     pipe_directory: &[u8],
     pid_file: Option<&PidFileFacts>,
 ) -> DaemonStatus {
-    let status = status_in(words, record, pipe_directory);
-    match status {
-        DaemonStatus::NoAnswer(ref why)
-            if why == REFERENCE_IDLE && daemon_pid(pid_file).is_some() =>
-        {
+    match status(record, pipe_directory) {
+        DaemonStatus::NoAnswer(NoAnswer::ReferenceIdle) if daemon_pid(pid_file).is_some() => {
             DaemonStatus::Live { server_pid: None }
         }
         other => other,
@@ -41,23 +35,22 @@ pub(crate) fn status_with_pid_file(
 }
 
 /// The answer to the reference's query: one server PID per line. An empty list is
-/// [`REFERENCE_IDLE`] (no answer) until a pid file corroborates it.
+/// [`NoAnswer::ReferenceIdle`] until a pid file corroborates it.
 pub(crate) fn answer(stdout: &CapturedText, stderr: &CapturedText) -> DaemonStatus {
-    const SHAPE: &str = "expected one server PID per line";
     if let Some(status) = unreadable(stdout, stderr) {
         return status;
     }
-    let unrecognized = |why: &str| unrecognized(why, stdout, stderr);
+    let unrecognized = || unrecognized(AnswerFault::NotReferenceShape, stdout, stderr);
     if stdout.text.is_empty() {
-        return DaemonStatus::NoAnswer(REFERENCE_IDLE.to_owned());
+        return DaemonStatus::NoAnswer(NoAnswer::ReferenceIdle);
     }
     let Some(body) = stdout.text.strip_suffix('\n') else {
-        return unrecognized(SHAPE);
+        return unrecognized();
     };
     let mut server_pid = None;
     for line in body.split('\n') {
         let Some(pid) = server_pid_line(line) else {
-            return unrecognized(SHAPE);
+            return unrecognized();
         };
         server_pid.get_or_insert(pid);
     }
@@ -88,10 +81,6 @@ mod tests {
         }
     }
 
-    fn status(record: Option<&QueryRecord>, dir: &[u8]) -> DaemonStatus {
-        status_in(Vocabulary::Reference, record, dir)
-    }
-
     #[test]
     fn the_reference_query_proves_a_daemon_by_its_server_pids_only() {
         let reference = |stdout: &str, stderr: &str| {
@@ -113,16 +102,17 @@ mod tests {
             assert!(
                 matches!(
                     status(Some(&reference(odd, "")), dir),
-                    DaemonStatus::Unrecognized(_)
+                    DaemonStatus::Unrecognized(ref answer)
+                        if answer.fault == AnswerFault::NotReferenceShape
                 ),
                 "{odd:?}"
             );
         }
         let idle = reference("", "");
-        assert!(matches!(
+        assert_eq!(
             status(Some(&idle), dir),
-            DaemonStatus::NoAnswer(_)
-        ));
+            DaemonStatus::NoAnswer(NoAnswer::ReferenceIdle)
+        );
         let pid_file = |alive| PidFileFacts {
             path: OsText::from("/tmp/nvidia-mps/nvidia-cuda-mps-control.pid"),
             contents: Some(CapturedText::from_bytes(b"2718", false)),
@@ -130,15 +120,14 @@ mod tests {
             pid_alive: Some(alive),
             process_name: Some("nvidia-cuda-mps".to_owned()),
         };
-        let words = Vocabulary::Reference;
         assert_eq!(
-            status_with_pid_file(words, Some(&idle), dir, Some(&pid_file(true))),
+            status_with_pid_file(Some(&idle), dir, Some(&pid_file(true))),
             DaemonStatus::Live { server_pid: None }
         );
-        assert!(matches!(
-            status_with_pid_file(words, Some(&idle), dir, Some(&pid_file(false))),
-            DaemonStatus::NoAnswer(_)
-        ));
+        assert_eq!(
+            status_with_pid_file(Some(&idle), dir, Some(&pid_file(false))),
+            DaemonStatus::NoAnswer(NoAnswer::ReferenceIdle)
+        );
         // Only the reference's empty answer is upgraded, never a failed query.
         let mut gone = record(QueryOutcome::exited(
             1,
@@ -147,8 +136,8 @@ mod tests {
         ));
         gone.stdin = REFERENCE_DAEMON_STDIN.to_owned();
         assert!(matches!(
-            status_with_pid_file(words, Some(&gone), dir, Some(&pid_file(true))),
-            DaemonStatus::NoAnswer(_)
+            status_with_pid_file(Some(&gone), dir, Some(&pid_file(true))),
+            DaemonStatus::NoAnswer(NoAnswer::Ended { code: Some(1), .. })
         ));
     }
 }

@@ -9,7 +9,9 @@
 //! nothing that words or judges above it, so no interpretation module imports it.
 
 pub(crate) mod access;
+pub(crate) mod daemon;
 pub(crate) mod daemon_log;
 pub(crate) mod gpu;
 pub(crate) mod lock;
 pub(crate) mod served;
+pub(crate) mod session;

@@ -27,7 +27,11 @@ pub(in crate::assess) fn unreachable(
             format!("{} could not be started: {error}", crate::DAEMON_QUERY_PROGRAM),
             "Install the NVIDIA CUDA MPS tools so that nvidia-cuda-mps-control is on PATH, then retry.".to_owned(),
         ),
-        DaemonStatus::NoAnswer(detail) => (Code::DaemonUnreachable, detail, verify),
+        DaemonStatus::NoAnswer(no_answer) => (
+            Code::DaemonUnreachable,
+            crate::message::daemon::no_answer(words, &no_answer),
+            verify,
+        ),
         DaemonStatus::TimedOut { timeout_ms } => (
             Code::DaemonTimedOut,
             format!("the query did not answer within {timeout_ms} ms; the daemon may be stopped (SIGSTOP) or wedged"),
@@ -35,9 +39,12 @@ pub(in crate::assess) fn unreachable(
                 "Check the daemon process's state (ps -o pid,stat,cmd -C nvidia-cuda-mps-control); resume or restart it as its owner, then retry. To start a fresh one: {start}"
             ),
         ),
-        DaemonStatus::Unrecognized(detail) => (
+        DaemonStatus::Unrecognized(answer) => (
             Code::DaemonAnswerUnrecognized,
-            format!("it answered in a way this validator does not recognise ({detail})"),
+            format!(
+                "it answered in a way this validator does not recognise ({})",
+                crate::message::daemon::unrecognized(&answer)
+            ),
             format!(
                 "Check the daemon by hand: printf 'get_default_active_thread_percentage\\n' | CUDA_MPS_PIPE_DIRECTORY={} nvidia-cuda-mps-control",
                 crate::shell_quote(&directory)

@@ -5,9 +5,7 @@
 use gpu_uuid::{GpuTableView, GpuUuid, ResolveError, VisibleDevices, VisibleEntry};
 
 use crate::daemon::{self, DaemonStatus};
-use crate::daemon_identity::NotByLock;
 use crate::gpu::{HostTableError, TableText};
-use crate::namespace::NotAServer;
 use crate::proc_text::FileUnread;
 pub(crate) use crate::proc_text::effective_uid;
 use crate::{
@@ -142,7 +140,7 @@ pub(crate) enum OwnerUnknown {
     /// Its process was not observed.
     NotObserved,
     /// Another process runs under that number.
-    NotAServer(NotAServer),
+    NotAServer(crate::namespace::NotAServer),
     /// Its `/proc` status `Uid:` line, as recorded, does not parse.
     UidUnparsed(String),
     /// Its `/proc` status was not read.
@@ -191,7 +189,7 @@ pub(crate) enum NotIdentified<'a> {
     /// The snapshot holds no observation of the daemon's process.
     NotObserved,
     /// The lock does not prove it.
-    NotByLock(NotByLock),
+    NotByLock(crate::daemon_identity::NotByLock),
     /// The pid file names this process, whose command line is not the control program (a
     /// stale pid file whose PID was reused).
     ReusedPid(&'a ProcessFacts),
@@ -369,9 +367,8 @@ pub(crate) enum ScopeUnknown {
 /// `PCI_BUS_ID` or every GPU is the same model (the rule of the client's own mask).
 pub(crate) fn scope(daemon: &ProcessFacts, table: &GpuTableView<'_>, gpu: GpuUuid) -> Scope {
     let Some(environ) = &daemon.environ else {
-        return Scope::Unknown(ScopeUnknown::EnvironUnread(FileUnread::of(
-            daemon, "environ",
-        )));
+        let unread = FileUnread::of(daemon, "environ");
+        return Scope::Unknown(ScopeUnknown::EnvironUnread(unread));
     };
     let Some(mask) = environ.get("CUDA_VISIBLE_DEVICES") else {
         return Scope::Unscoped;

@@ -58,7 +58,29 @@ pub(crate) enum AppsRead {
     /// The rows naming the GPU (whatever else the record shows: a row is never outweighed).
     Held(Vec<ComputeApp>),
     /// Why the record does not prove the GPU free.
-    Unknown(String),
+    Unknown(AppsUnknown),
+}
+
+/// Why the compute-apps record does not prove the GPU free.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AppsUnknown {
+    /// The recorded query is not `nvidia-smi` with [`COMPUTE_APPS_QUERY_ARGS`].
+    OtherQuery,
+    /// `nvidia-smi` could not be started: the recorded error.
+    SpawnFailed(String),
+    /// `nvidia-smi` did not answer within the record's deadline, in milliseconds.
+    TimedOut(u64),
+    /// It exited 0, but its output was cut off at the capture cap.
+    Truncated,
+    /// It exited with a non-zero status, or was killed by a signal (`code` is then `None`):
+    /// its stderr, as recorded.
+    Failed {
+        code: Option<i32>,
+        signal: Option<i32>,
+        stderr: String,
+    },
+    /// It answered, but printed this line, which is not a `gpu_uuid, pid, process_name` row.
+    UnreadableLine(String),
 }
 
 /// Reads `record` for `gpu`, strictly: a row naming `gpu` is a compute process holding it;
@@ -68,59 +90,44 @@ pub(crate) fn read(record: &QueryRecord, gpu: GpuUuid) -> AppsRead {
     if record.program.rsplit('/').next() != Some(GPU_QUERY_PROGRAM)
         || record.args != COMPUTE_APPS_QUERY_ARGS
     {
-        return AppsRead::Unknown(format!(
-            "the recorded query is not nvidia-smi {}",
-            COMPUTE_APPS_QUERY_ARGS.join(" ")
-        ));
+        return AppsRead::Unknown(AppsUnknown::OtherQuery);
     }
     let (stdout, failure) = match &record.outcome {
         QueryOutcome::SpawnFailed { error } => {
-            return AppsRead::Unknown(format!("nvidia-smi could not be started: {error}"));
+            return AppsRead::Unknown(AppsUnknown::SpawnFailed(error.clone()));
         }
-        QueryOutcome::TimedOut { stdout, .. } => (
-            Some(stdout),
-            Some(format!(
-                "nvidia-smi did not answer within {} ms",
-                record.timeout_ms
-            )),
-        ),
+        QueryOutcome::TimedOut { stdout, .. } => {
+            (stdout, Some(AppsUnknown::TimedOut(record.timeout_ms)))
+        }
         QueryOutcome::Exited {
             code: Some(0),
             stdout,
             ..
-        } => (
-            Some(stdout),
-            stdout
-                .truncated
-                .then(|| "its output was cut off at the capture cap".to_owned()),
-        ),
+        } => (stdout, stdout.truncated.then_some(AppsUnknown::Truncated)),
         QueryOutcome::Exited {
             code,
             signal,
             stdout,
             stderr,
         } => (
-            Some(stdout),
-            Some(format!(
-                "nvidia-smi {} ({})",
-                code.map_or_else(
-                    || format!("was killed by signal {}", signal.unwrap_or_default()),
-                    |code| format!("exited with status {code}")
-                ),
-                crate::text::repr(stderr.text.trim())
-            )),
+            stdout,
+            Some(AppsUnknown::Failed {
+                code: *code,
+                signal: *signal,
+                stderr: stderr.text.clone(),
+            }),
         ),
     };
     let mut held = Vec::new();
     let mut unreadable = None;
-    for line in stdout.map_or("", |text| text.text.as_str()).lines() {
+    for line in stdout.text.lines() {
         if line.trim().is_empty() {
             continue;
         }
         match row(line) {
             Some((uuid, app)) if uuid == gpu => held.push(app),
             Some(_) => {}
-            None => unreadable = unreadable.or_else(|| Some(crate::text::repr(line))),
+            None => unreadable = unreadable.or(Some(line)),
         }
     }
     if !held.is_empty() {
@@ -128,9 +135,7 @@ pub(crate) fn read(record: &QueryRecord, gpu: GpuUuid) -> AppsRead {
     }
     match (failure, unreadable) {
         (Some(why), _) => AppsRead::Unknown(why),
-        (None, Some(line)) => AppsRead::Unknown(format!(
-            "nvidia-smi printed {line}, which is not a gpu_uuid, pid, process_name row"
-        )),
+        (None, Some(line)) => AppsRead::Unknown(AppsUnknown::UnreadableLine(line.to_owned())),
         (None, None) => AppsRead::Free,
     }
 }

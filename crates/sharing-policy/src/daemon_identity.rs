@@ -4,11 +4,36 @@
 //! 0666 pid file, a look-alike argv) and which never name the daemon on their own.
 
 use crate::lock::{self, LockHolder};
-use crate::proc_text::{effective_uid, read_error};
+use crate::proc_text::{FileUnread, effective_uid};
 use crate::{
-    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, HostFacts, PidFileFacts, ProcessFacts,
-    parse_pid,
+    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, HostFacts, OsText, PidFileFacts,
+    ProcessFacts, parse_pid,
 };
+
+/// Why the lock does not prove the control daemon's process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotByLock {
+    /// The lock proves no holder: why, as the lock reads it, and the path of the pid file
+    /// that names a process meanwhile (a witness, named but never used).
+    Unproven {
+        why: lock::Unproven,
+        pid_file: Option<OsText>,
+    },
+    /// This PID holds the lock, but its process was not observed.
+    HolderNotObserved(i64),
+    /// The holder runs as `uid`, neither root nor the pipe directory's owner
+    /// (`directory_uid`, when read).
+    AnotherUser {
+        pid: i64,
+        lock: OsText,
+        uid: u32,
+        directory_uid: Option<u32>,
+    },
+    /// The holder's `/proc` status `Uid:` line, as recorded, does not parse.
+    UidUnparsed { pid: i64, line: String },
+    /// The holder's `/proc` status was not read.
+    StatusUnread(FileUnread),
+}
 
 /// The daemon's process when the lock proves it and it runs as root or as the pipe directory's
 /// owner; otherwise why not (the witnesses are named, never used).
@@ -16,14 +41,14 @@ pub(crate) fn by_lock<'a>(
     search: &'a DaemonSearch,
     lock: &DaemonLockFacts,
     pid_file: Option<&PidFileFacts>,
-) -> Result<&'a ProcessFacts, String> {
+) -> Result<&'a ProcessFacts, NotByLock> {
     let pid = match lock::holder(lock) {
         LockHolder::Proven(pid) => pid,
         LockHolder::NoneVisible(why) | LockHolder::NotProven(why) => {
-            return Err(format!(
-                "the control daemon's identity is not proven: {why}{}",
-                witnesses(search, pid_file)
-            ));
+            return Err(NotByLock::Unproven {
+                why,
+                pid_file: witness(search, pid_file),
+            });
         }
     };
     let found = search
@@ -31,36 +56,31 @@ pub(crate) fn by_lock<'a>(
         .iter()
         .find(|process| process.pid == pid && search.method == DaemonSearchMethod::Lock);
     let Some(process) = found else {
-        return Err(format!(
-            "PID {pid} holds the daemon's lock, but its process was not observed"
-        ));
+        return Err(NotByLock::HolderNotObserved(pid));
     };
-    let path = lock.path.to_string_lossy();
     match process.status_uid.as_deref().map(effective_uid) {
         Some(Some(uid)) if uid == 0 || Some(uid) == lock.directory_uid => Ok(process),
-        Some(Some(uid)) => Err(format!(
-            "PID {pid} holds the daemon's lock on {path} but runs as uid {uid}, neither root nor the owner of the pipe directory ({}); another user can start a daemon of their own in a world-writable pipe directory, so it is not taken as this host's daemon",
-            lock.directory_uid
-                .map_or_else(|| "not read".to_owned(), |owner| format!("uid {owner}"))
-        )),
-        Some(None) => Err(format!(
-            "the /proc status Uid line {:?} of PID {pid}, which holds the daemon's lock, does not parse",
-            process.status_uid.as_deref().unwrap_or_default()
-        )),
-        None => Err(read_error(process, "status")),
+        Some(Some(uid)) => Err(NotByLock::AnotherUser {
+            pid,
+            lock: lock.path.clone(),
+            uid,
+            directory_uid: lock.directory_uid,
+        }),
+        Some(None) => Err(NotByLock::UidUnparsed {
+            pid,
+            line: process.status_uid.clone().unwrap_or_default(),
+        }),
+        None => Err(NotByLock::StatusUnread(FileUnread::of(process, "status"))),
     }
 }
 
-/// What the pid file named, for the reason of an unproven identity (no PID: it is the
-/// witness's claim). A `/proc` scan's finds are not named: they change from one probe to the
-/// next, and prove no more.
-fn witnesses(search: &DaemonSearch, pid_file: Option<&PidFileFacts>) -> String {
+/// The pid file that named a process, for the reason of an unproven identity (no PID: it is
+/// the witness's claim). A `/proc` scan's finds are not named: they change from one probe to
+/// the next, and prove no more.
+fn witness(search: &DaemonSearch, pid_file: Option<&PidFileFacts>) -> Option<OsText> {
     match (search.method, search.processes.is_empty(), pid_file) {
-        (DaemonSearchMethod::PidFile, false, Some(file)) => format!(
-            " (the pid file {} names a process; a pid file is not proof, and it is not used)",
-            file.path.to_string_lossy()
-        ),
-        _ => String::new(),
+        (DaemonSearchMethod::PidFile, false, Some(file)) => Some(file.path.clone()),
+        _ => None,
     }
 }
 
@@ -77,16 +97,13 @@ pub(crate) fn pid_file_disagreement(facts: &HostFacts) -> Option<(i64, i64)> {
     (named != holder).then_some((named, holder))
 }
 
-/// Why the daemon looks like it runs in another PID namespace than the observer, when its lock
-/// shows it: the daemon answered (the caller checks), yet no process this `/proc` can see
+/// The path of the daemon's lock when it shows the daemon runs in another PID namespace than
+/// the observer: the daemon answered (the caller checks), yet no process this `/proc` can see
 /// holds its lock.
-pub(crate) fn lock_split(search: Option<&DaemonSearch>) -> Option<String> {
+pub(crate) fn lock_split(search: Option<&DaemonSearch>) -> Option<&OsText> {
     let lock = search?.lock.as_ref()?;
     match lock::holder(lock) {
-        LockHolder::NoneVisible(_) => Some(format!(
-            "the control daemon answers, but no process in this PID namespace holds its lock on {}: the daemon runs in another one",
-            lock.path.to_string_lossy()
-        )),
+        LockHolder::NoneVisible(_) => Some(&lock.path),
         LockHolder::Proven(_) | LockHolder::NotProven(_) => None,
     }
 }

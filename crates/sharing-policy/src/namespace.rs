@@ -7,29 +7,35 @@ use crate::{ClientFacts, PidFileFacts, ProcessFacts};
 /// The comm of every MPS process (15 bytes of `nvidia-cuda-mps-server` and of the control).
 const MPS_COMM: &str = "nvidia-cuda-mps";
 /// `argv[0]`'s base name of a server: the daemon `execlp`s it by name (notes §8).
-const SERVER_PROGRAM: &str = "nvidia-cuda-mps-server";
+pub(crate) const SERVER_PROGRAM: &str = "nvidia-cuda-mps-server";
+
+/// Why the process recorded under a listed server PID is not an MPS server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotAServer {
+    /// Its comm, as read, is not `nvidia-cuda-mps`.
+    Comm { pid: i64, comm: String },
+    /// Its `argv[0]` (shown lossily), as read, does not name [`SERVER_PROGRAM`].
+    Program { pid: i64, argv0: String },
+}
 
 /// Why the process recorded under a listed server PID is not proven to be an MPS server, if
 /// it is not: its comm, where read, must be `nvidia-cuda-mps`, and its `argv[0]`'s base name,
 /// where read, `nvidia-cuda-mps-server`. Another process under that number means the PID
 /// names something else here (another PID namespace, or a reused PID): its owner proves nothing.
-pub(crate) fn not_a_server(process: &ProcessFacts) -> Option<String> {
+pub(crate) fn not_a_server(process: &ProcessFacts) -> Option<NotAServer> {
     if let Some(comm) = &process.comm
         && comm != MPS_COMM
     {
-        return Some(format!(
-            "PID {} here is {comm:?}, not an MPS server (the daemon's PIDs are those of its PID namespace)",
-            process.pid
-        ));
+        return Some(NotAServer::Comm {
+            pid: process.pid,
+            comm: comm.clone(),
+        });
     }
-    let argv0 = process.cmdline.as_ref()?.first()?;
-    let name = argv0.to_string_lossy();
-    let base = name.rsplit('/').next().unwrap_or_default();
-    (base != SERVER_PROGRAM).then(|| {
-        format!(
-            "PID {} here runs {name:?}, not {SERVER_PROGRAM} (a reused PID, or another PID namespace's process)",
-            process.pid
-        )
+    let argv0 = process.cmdline.as_ref()?.first()?.to_string_lossy();
+    let base = argv0.rsplit('/').next().unwrap_or_default();
+    (base != SERVER_PROGRAM).then_some(NotAServer::Program {
+        pid: process.pid,
+        argv0,
     })
 }
 
@@ -39,13 +45,29 @@ fn own_pid(nspid: &str) -> Option<i64> {
     crate::Pid::parse(last).map(crate::Pid::get)
 }
 
+/// Why a client's PID as the daemon's PID namespace numbers it cannot be known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PidUntranslatable {
+    /// The client is in the daemon's namespace (`daemon`, as its link reads), but its
+    /// `NSpid:` line was not read.
+    NspidUnread { pid: i64, daemon: String },
+    /// The client (`own`), the daemon and the attester (`observer`, when read) are in
+    /// namespaces that do not let the attester tell the client's PID as the daemon sees it.
+    OtherNamespace {
+        pid: i64,
+        own: String,
+        daemon: String,
+        observer: Option<String>,
+    },
+}
+
 /// The client's PID as the daemon's PID namespace numbers it, or why it cannot be known.
 /// Unknown namespaces (older snapshots, unreadable links) leave the PID as given.
 pub(super) fn in_daemon_namespace(
     client: &ClientFacts,
     daemon: Option<&str>,
     observer: Option<&str>,
-) -> Result<i64, String> {
+) -> Result<i64, PidUntranslatable> {
     let (Some(daemon), Some(own)) = (daemon, client.pid_namespace.as_deref()) else {
         return Ok(client.pid);
     };
@@ -56,38 +78,34 @@ pub(super) fn in_daemon_namespace(
             .as_deref()
             .and_then(own_pid)
             .or((observer == Some(daemon)).then_some(client.pid))
-            .ok_or_else(|| {
-                format!(
-                    "PID {} is in the daemon's PID namespace {daemon}, but its NSpid line was not read",
-                    client.pid
-                )
+            .ok_or_else(|| PidUntranslatable::NspidUnread {
+                pid: client.pid,
+                daemon: daemon.to_owned(),
             });
     }
     if observer == Some(daemon) {
         // The attester shares the daemon's namespace: its PIDs are the daemon's.
         return Ok(client.pid);
     }
-    Err(format!(
-        "PID {} is in PID namespace {own}, the control daemon in {daemon}, and this attester in {}: its PID as the daemon sees it cannot be told from here",
-        client.pid,
-        observer.unwrap_or("an unknown one")
-    ))
+    Err(PidUntranslatable::OtherNamespace {
+        pid: client.pid,
+        own: own.to_owned(),
+        daemon: daemon.to_owned(),
+        observer: observer.map(str::to_owned),
+    })
 }
 
-/// Why the daemon looks like it runs in another PID namespace than the attester, when its
-/// pid file shows it: the daemon answered (the caller checks), yet the PID its pid file names
+/// The PID the daemon's pid file names when it shows the daemon runs in another PID namespace
+/// than the attester: the daemon answered (the caller checks), yet the PID its pid file names
 /// (550+ write it at start) is not running here. A process that is not listed is then
 /// `pid-namespace-differs`, not `not-a-client`.
-pub(super) fn pid_file_split(pid_file: Option<&PidFileFacts>) -> Option<String> {
+pub(super) fn pid_file_split(pid_file: Option<&PidFileFacts>) -> Option<i64> {
     let facts = pid_file?;
     let contents = facts.contents.as_ref()?;
     if facts.pid_alive != Some(false) || contents.truncated || contents.non_utf8 {
         return None;
     }
-    let pid = crate::parse_pid(&contents.text)?;
-    Some(format!(
-        "the control daemon answers, but its pid file names PID {pid}, which is not running in this PID namespace: the daemon runs in another one"
-    ))
+    crate::parse_pid(&contents.text)
 }
 
 #[cfg(test)]
@@ -116,7 +134,27 @@ mod tests {
             Ok(6)
         );
         // Attester in a pod, daemon on the host: unknowable.
-        assert!(in_daemon_namespace(&client(6, pod, "6"), Some(host), Some(pod)).is_err());
+        assert_eq!(
+            in_daemon_namespace(&client(6, pod, "6"), Some(host), Some(pod)),
+            Err(PidUntranslatable::OtherNamespace {
+                pid: 6,
+                own: pod.to_owned(),
+                daemon: host.to_owned(),
+                observer: Some(pod.to_owned()),
+            })
+        );
+        // Attester on the host, daemon and client in one container, no NSpid line read.
+        let unread = ClientFacts {
+            pid_namespace: Some(pod.to_owned()),
+            ..ClientFacts::new(11801)
+        };
+        assert_eq!(
+            in_daemon_namespace(&unread, Some(pod), Some(host)),
+            Err(PidUntranslatable::NspidUnread {
+                pid: 11801,
+                daemon: pod.to_owned(),
+            })
+        );
         // Unknown namespaces: as given.
         assert_eq!(
             in_daemon_namespace(&client(6, pod, "6"), None, Some(pod)),
@@ -137,7 +175,10 @@ mod tests {
             pid_alive: alive,
             process_name: None,
         };
-        assert!(pid_file_split(Some(&facts(Some(false), "2718"))).is_some());
+        assert_eq!(
+            pid_file_split(Some(&facts(Some(false), "2718"))),
+            Some(2718)
+        );
         assert_eq!(pid_file_split(Some(&facts(Some(true), "2718"))), None);
         assert_eq!(pid_file_split(Some(&facts(None, "2718"))), None);
         assert_eq!(pid_file_split(Some(&facts(Some(false), "x"))), None);
@@ -154,8 +195,20 @@ mod tests {
         server.cmdline = Some(vec![crate::OsText::from(
             "/usr/bin/nvidia-cuda-mps-control",
         )]);
-        assert!(not_a_server(&server).is_some());
+        assert_eq!(
+            not_a_server(&server),
+            Some(NotAServer::Program {
+                pid: 4428,
+                argv0: "/usr/bin/nvidia-cuda-mps-control".to_owned()
+            })
+        );
         server.comm = Some("bash".to_owned());
-        assert!(not_a_server(&server).is_some());
+        assert_eq!(
+            not_a_server(&server),
+            Some(NotAServer::Comm {
+                pid: 4428,
+                comm: "bash".to_owned()
+            })
+        );
     }
 }

@@ -15,10 +15,54 @@ pub(crate) fn effective_uid(status_uid: &str) -> Option<u32> {
     }
 }
 
-/// Why `file` of `process` is not known: its recorded OS error, or that it was not read.
-pub(crate) fn read_error(process: &ProcessFacts, file: &str) -> String {
-    process.errors.get(file).map_or_else(
-        || format!("/proc/{}/{file} was not read", process.pid),
-        |error| format!("/proc/{}/{file} could not be read: {error}", process.pid),
-    )
+/// Why a file of a process is not known: the process, the file's name under `/proc/<pid>/`,
+/// and its recorded OS error (none when the file was not read at all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileUnread {
+    pub(crate) pid: i64,
+    pub(crate) file: &'static str,
+    pub(crate) error: Option<String>,
+}
+
+impl FileUnread {
+    /// Why `file` of `process` is not known.
+    pub(crate) fn of(process: &ProcessFacts, file: &'static str) -> Self {
+        Self {
+            pid: process.pid,
+            file,
+            error: process.errors.get(file).cloned(),
+        }
+    }
+
+    /// Whether the recorded error says the process no longer exists (`ENOENT`, `ESRCH`): it
+    /// exited while it was read.
+    pub(crate) fn process_gone(&self) -> bool {
+        self.error.as_deref().is_some_and(says_process_gone)
+    }
+}
+
+/// Whether a recorded OS error, as the probe prints it (`… (os error 2)`), says the file or
+/// process does not exist (`ENOENT`, `ESRCH`).
+pub(crate) fn says_process_gone(error: &str) -> bool {
+    error.contains("(os error 2)") || error.contains("(os error 3)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unread_file_keeps_its_recorded_error() {
+        let mut process = ProcessFacts::new(4428);
+        let unread = FileUnread::of(&process, "environ");
+        assert_eq!(unread.error, None);
+        assert!(!unread.process_gone());
+        process.errors.insert(
+            "environ".to_owned(),
+            "No such process (os error 3)".to_owned(),
+        );
+        let gone = FileUnread::of(&process, "environ");
+        assert_eq!(gone.error.as_deref(), Some("No such process (os error 3)"));
+        assert!(gone.process_gone());
+    }
 }

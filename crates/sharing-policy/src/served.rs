@@ -6,7 +6,8 @@ use gpu_uuid::{GpuTableView, GpuUuid, ResolveError, VisibleDevices, VisibleEntry
 
 use crate::daemon::{self, DaemonStatus};
 use crate::gpu::{HealthRejected, ReadError, TableText};
-pub(crate) use crate::proc_text::{effective_uid, read_error};
+use crate::proc_text::FileUnread;
+pub(crate) use crate::proc_text::effective_uid;
 use crate::{
     DAEMON_QUERY_PROGRAM, DEFAULT_PIPE_DIRECTORY, DaemonSearch, DaemonSearchMethod, HostFacts,
     OsText, PidFileFacts, ProcessFacts, QueryRecord, parse_pid,
@@ -138,12 +139,12 @@ pub(crate) enum Owner {
 pub(crate) enum OwnerUnknown {
     /// Its process was not observed.
     NotObserved,
-    /// Another process runs under that number: why, as [`crate::namespace`] words it.
-    NotAServer(String),
+    /// Another process runs under that number.
+    NotAServer(crate::namespace::NotAServer),
     /// Its `/proc` status `Uid:` line, as recorded, does not parse.
     UidUnparsed(String),
-    /// Its `/proc` status was not read: why, as [`crate::proc_text`] words it.
-    StatusUnread(String),
+    /// Its `/proc` status was not read.
+    StatusUnread(FileUnread),
 }
 
 /// The owner of each listed server PID, in order.
@@ -154,27 +155,27 @@ pub(crate) fn server_owners(facts: &HostFacts, pids: &[i64]) -> Vec<(i64, Owner)
                 .server_processes
                 .as_ref()
                 .and_then(|all| all.iter().find(|process| process.pid == pid));
-            let owner = match process {
-                None => Owner::Unknown(OwnerUnknown::NotObserved),
-                // Another process under that number: its owner proves nothing.
-                Some(process) if crate::namespace::not_a_server(process).is_some() => {
-                    Owner::Unknown(OwnerUnknown::NotAServer(
-                        crate::namespace::not_a_server(process).unwrap_or_default(),
-                    ))
-                }
-                Some(process) => match process.status_uid.as_deref().map(effective_uid) {
-                    Some(Some(uid)) => Owner::Uid(uid),
-                    Some(None) => Owner::Unknown(OwnerUnknown::UidUnparsed(
-                        process.status_uid.clone().unwrap_or_default(),
-                    )),
-                    None => {
-                        Owner::Unknown(OwnerUnknown::StatusUnread(read_error(process, "status")))
-                    }
-                },
-            };
+            let owner = process.map_or(Owner::Unknown(OwnerUnknown::NotObserved), owner_of);
             (pid, owner)
         })
         .collect()
+}
+
+/// The owner of a listed server's recorded process.
+fn owner_of(process: &ProcessFacts) -> Owner {
+    // Another process under that number: its owner proves nothing.
+    if let Some(why) = crate::namespace::not_a_server(process) {
+        return Owner::Unknown(OwnerUnknown::NotAServer(why));
+    }
+    match process.status_uid.as_deref().map(effective_uid) {
+        Some(Some(uid)) => Owner::Uid(uid),
+        Some(None) => Owner::Unknown(OwnerUnknown::UidUnparsed(
+            process.status_uid.clone().unwrap_or_default(),
+        )),
+        None => Owner::Unknown(OwnerUnknown::StatusUnread(FileUnread::of(
+            process, "status",
+        ))),
+    }
 }
 
 /// The control daemon's process, or why it is not identified.
@@ -187,8 +188,8 @@ pub(crate) enum DaemonProcess<'a> {
 pub(crate) enum NotIdentified<'a> {
     /// The snapshot holds no observation of the daemon's process.
     NotObserved,
-    /// The lock does not prove it: why, as [`crate::daemon_identity`] words it.
-    NotByLock(String),
+    /// The lock does not prove it.
+    NotByLock(crate::daemon_identity::NotByLock),
     /// The pid file names this process, whose command line is not the control program (a
     /// stale pid file whose PID was reused).
     ReusedPid(&'a ProcessFacts),
@@ -350,8 +351,8 @@ pub(crate) enum Scope {
 /// Why the daemon's GPU scope is not known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ScopeUnknown {
-    /// The daemon's environment was not read: why, as [`crate::proc_text`] words it.
-    EnvironUnread(String),
+    /// The daemon's environment was not read.
+    EnvironUnread(FileUnread),
     /// The daemon's `CUDA_VISIBLE_DEVICES` (shown lossily) is not UTF-8.
     NotUtf8(String),
     /// The daemon's mask cannot be placed on the host table.
@@ -366,7 +367,8 @@ pub(crate) enum ScopeUnknown {
 /// `PCI_BUS_ID` or every GPU is the same model (the rule of the client's own mask).
 pub(crate) fn scope(daemon: &ProcessFacts, table: &GpuTableView<'_>, gpu: GpuUuid) -> Scope {
     let Some(environ) = &daemon.environ else {
-        return Scope::Unknown(ScopeUnknown::EnvironUnread(read_error(daemon, "environ")));
+        let unread = FileUnread::of(daemon, "environ");
+        return Scope::Unknown(ScopeUnknown::EnvironUnread(unread));
     };
     let Some(mask) = environ.get("CUDA_VISIBLE_DEVICES") else {
         return Scope::Unscoped;

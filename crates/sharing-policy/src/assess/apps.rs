@@ -24,23 +24,21 @@ pub(super) fn check(
     {
         return None;
     }
-    let read = match context.facts.compute_apps_query.as_ref() {
-        Some(record) => compute_apps::read(record, context.gpu),
+    let why = match context.facts.compute_apps_query.as_ref() {
+        Some(record) => match compute_apps::read(record, context.gpu) {
+            AppsRead::Free => return Some(0),
+            AppsRead::Held(apps) => {
+                let count = apps.len();
+                findings.push(|| message::apps::held(context, &apps));
+                return Some(count);
+            }
+            AppsRead::Unknown(why) => crate::message::compute_apps::apps_unknown(&why),
+        },
         // Only v4 asks; an older snapshot is judged as before.
         None if context.facts.schema != crate::SCHEMA => return None,
-        None => AppsRead::Unknown(message::apps::query_not_recorded()),
+        None => message::apps::query_not_recorded(),
     };
-    match read {
-        AppsRead::Free => Some(0),
-        AppsRead::Held(apps) => {
-            let count = apps.len();
-            findings.push(|| message::apps::held(context, &apps));
-            Some(count)
-        }
-        AppsRead::Unknown(why) => {
-            let finding = message::apps::unverified(context, why);
-            served.unverified(context.request, findings, finding);
-            None
-        }
-    }
+    let finding = message::apps::unverified(context, why);
+    served.unverified(context.request, findings, finding);
+    None
 }

@@ -52,7 +52,8 @@ pub(super) fn check(
     if servers.is_empty() {
         return (None, None);
     }
-    let split = crate::daemon_identity::lock_split(context.facts.daemon_process.as_ref());
+    let split = crate::daemon_identity::lock_split(context.facts.daemon_process.as_ref())
+        .map(crate::message::daemon_identity::lock_split);
     let mut live: Vec<(Pid, Pid)> = Vec::new();
     let mut read_all = true;
     // Every client the lists name (live, stale or unknown), and whether every list was read.

@@ -3,7 +3,9 @@
 //! `message/scope.rs`.
 
 use super::{Context, Findings, Served, message};
-use crate::served::{self, DaemonProcess, Scope};
+use crate::daemon_identity::NotByLock;
+use crate::proc_text::{FileUnread, says_process_gone};
+use crate::served::{self, DaemonProcess, NotIdentified, ScanFound, Scope, ScopeUnknown};
 
 /// The fix for an unverified scope, as the message layer words it.
 #[derive(Debug, Clone, Copy)]
@@ -24,7 +26,8 @@ pub(super) enum Fix {
     Verify,
 }
 
-/// The unverified scope of the daemon at `path`, for `why` (the fix follows from it).
+/// The unverified scope of the daemon at `path`, for `why` (the fix follows from it, and from
+/// whether a recorded error says a process was `gone` while it was read).
 fn unverified(
     context: &Context<'_>,
     served: &mut Served,
@@ -32,19 +35,40 @@ fn unverified(
     path: &str,
     identified: bool,
     why: String,
+    gone: bool,
 ) {
-    let fix = verify_fix(context, identified, &why);
+    let fix = verify_fix(context, identified, gone);
     let finding = message::scope::unverified(context, path, why, fix);
     served.unverified(context.request, findings, finding);
 }
 
+/// Whether an OS error recorded in why the daemon is not identified says a process was gone
+/// (`ENOENT`, `ESRCH`): a `/proc` that could not be listed, a daemon whose environment or
+/// status vanished while it was read.
+fn gone_unidentified(why: &NotIdentified<'_>) -> bool {
+    match why {
+        NotIdentified::NotByLock(NotByLock::StatusUnread(unread)) => unread.process_gone(),
+        NotIdentified::Scan {
+            search,
+            found: ScanFound::None,
+        } => search.error.as_deref().is_some_and(says_process_gone),
+        NotIdentified::Scan {
+            found: ScanFound::Unreadable(daemons),
+            ..
+        } => daemons
+            .iter()
+            .any(|daemon| FileUnread::of(daemon, "environ").process_gone()),
+        _ => false,
+    }
+}
+
 /// The fix for an unverified scope that follows from why: "run as root" only for a caller that
-/// is not (or not known to be) root, when no process vanished.
-fn verify_fix(context: &Context<'_>, identified: bool, why: &str) -> Fix {
+/// is not (or not known to be) root, when no process vanished (`gone`).
+fn verify_fix(context: &Context<'_>, identified: bool, gone: bool) -> Fix {
     if context.facts.daemon_process.is_none() {
         return Fix::Recapture;
     }
-    if why.contains("(os error 2)") || why.contains("(os error 3)") {
+    if gone {
         return Fix::DaemonGone;
     }
     let root = context
@@ -87,16 +111,18 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     let scope = match &context.daemon {
         DaemonProcess::Found(daemon) => served::scope(daemon, context.table, context.gpu),
         DaemonProcess::Unknown(why) => {
+            let gone = gone_unidentified(why);
             let why = message::scope::not_identified(why);
-            unverified(context, served, findings, &path, identified, why);
+            unverified(context, served, findings, &path, identified, why, gone);
             return;
         }
     };
     let daemon_mask = match scope {
         Scope::Unscoped => return,
         Scope::Unknown(why) => {
+            let gone = matches!(&why, ScopeUnknown::EnvironUnread(unread) if unread.process_gone());
             let why = crate::message::served::scope_unknown(&why);
-            unverified(context, served, findings, &path, identified, why);
+            unverified(context, served, findings, &path, identified, why, gone);
             return;
         }
         Scope::Excludes { mask, served: gpus } => {
@@ -109,5 +135,46 @@ pub(super) fn check(context: &Context<'_>, served: &mut Served, findings: &mut F
     if let Some(index) = served::renumbered_index(client_mask) {
         findings
             .push(|| message::scope::index_remap(context, &path, client_mask, index, &daemon_mask));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DaemonSearch, DaemonSearchMethod, OsText, ProcessFacts};
+
+    fn none_found(search: &DaemonSearch) -> NotIdentified<'_> {
+        NotIdentified::Scan {
+            search,
+            found: ScanFound::None,
+        }
+    }
+
+    #[test]
+    fn a_scan_that_finds_a_daemon_gone_says_so_and_a_denied_read_does_not() {
+        let mut search = DaemonSearch {
+            proc_root: OsText::from("/proc"),
+            method: DaemonSearchMethod::ProcScan,
+            scanned: 0,
+            limit: 4096,
+            stopped: None,
+            error: Some("No such file or directory (os error 2)".to_owned()),
+            processes: vec![],
+            lock: None,
+        };
+        assert!(gone_unidentified(&none_found(&search)));
+        search.error = Some("Permission denied (os error 13)".to_owned());
+        assert!(!gone_unidentified(&none_found(&search)));
+        let mut daemon = ProcessFacts::new(4400);
+        daemon.errors.insert(
+            "environ".to_owned(),
+            "No such process (os error 3)".to_owned(),
+        );
+        let unreadable = NotIdentified::Scan {
+            search: &search,
+            found: ScanFound::Unreadable(vec![&daemon]),
+        };
+        assert!(gone_unidentified(&unreadable));
+        assert!(!gone_unidentified(&NotIdentified::NotObserved));
     }
 }

@@ -76,7 +76,9 @@ pub(super) fn render(subject: &Subject<'_>) -> String {
         {
             format!(
                 "{who} is listed by MPS server {server}, but that server's owner is unproven: {}; run attest in the control daemon's PID namespace (the host, or a hostPID pod)",
-                server_problem(subject.facts, server).unwrap_or_default()
+                server_problem(subject.facts, server)
+                    .map(|why| crate::message::namespace::not_a_server(&why))
+                    .unwrap_or_default()
             )
         }
         AttestCode::PidNamespaceDiffers => format!(

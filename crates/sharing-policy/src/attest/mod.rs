@@ -307,7 +307,11 @@ pub fn attest_worded(facts: &AttestFacts, words: AttestWords) -> Attestation {
         .is_ok()
         .then(|| {
             crate::daemon_identity::lock_split(facts.daemon_process.as_ref())
-                .or_else(|| namespace::pid_file_split(facts.pid_file.as_ref()))
+                .map(crate::message::daemon_identity::lock_split)
+                .or_else(|| {
+                    namespace::pid_file_split(facts.pid_file.as_ref())
+                        .map(crate::message::namespace::pid_file_split)
+                })
         })
         .flatten();
     let seen = |client: &ClientFacts| match namespace::in_daemon_namespace(
@@ -330,9 +334,9 @@ pub fn attest_worded(facts: &AttestFacts, words: AttestWords) -> Attestation {
             }),
             (seen, _) => seen,
         },
-        Err(detail) => Seen::Unknown(Unproven {
+        Err(why) => Seen::Unknown(Unproven {
             code: AttestCode::PidNamespaceDiffers,
-            detail,
+            detail: crate::message::namespace::pid_untranslatable(&why),
         }),
     };
     let (learner_seen, collector_seen) = (seen(&facts.learner), seen(&facts.collector));
@@ -396,7 +400,7 @@ fn server_uid(facts: &AttestFacts, server: i64) -> Option<u32> {
 }
 
 /// Why a listed server's recorded process is not an MPS server, if it is not.
-fn server_problem(facts: &AttestFacts, server: i64) -> Option<String> {
+fn server_problem(facts: &AttestFacts, server: i64) -> Option<namespace::NotAServer> {
     let process = &facts.servers.iter().find(|s| s.pid == server)?.process;
     namespace::not_a_server(process)
 }

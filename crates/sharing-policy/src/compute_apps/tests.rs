@@ -49,34 +49,58 @@ fn an_empty_answer_is_free_and_a_row_of_the_gpu_holds_it() {
 
 #[test]
 fn failures_and_unreadable_lines_are_unknown_but_never_outweigh_a_row() {
-    for text in [
-        "No running processes found\n",
-        "[Insufficient Permissions]\n",
-        "garbage",
+    for (text, line) in [
+        ("No running processes found\n", "No running processes found"),
+        ("[Insufficient Permissions]\n", "[Insufficient Permissions]"),
+        ("garbage", "garbage"),
     ] {
-        assert!(
-            matches!(read(&exited(0, text), gpu()), AppsRead::Unknown(_)),
+        assert_eq!(
+            read(&exited(0, text), gpu()),
+            AppsRead::Unknown(AppsUnknown::UnreadableLine(line.to_owned())),
             "{text}"
         );
     }
-    assert!(matches!(read(&exited(9, ""), gpu()), AppsRead::Unknown(_)));
+    assert_eq!(
+        read(&exited(9, "garbage"), gpu()),
+        AppsRead::Unknown(AppsUnknown::Failed {
+            code: Some(9),
+            signal: None,
+            stderr: String::new(),
+        }),
+        "a failure is told before an unreadable line"
+    );
+    let error = "No such file or directory (os error 2)";
     let spawn = record(QueryOutcome::SpawnFailed {
-        error: "No such file or directory (os error 2)".to_owned(),
+        error: error.to_owned(),
     });
-    assert!(matches!(read(&spawn, gpu()), AppsRead::Unknown(_)));
+    assert_eq!(
+        read(&spawn, gpu()),
+        AppsRead::Unknown(AppsUnknown::SpawnFailed(error.to_owned()))
+    );
     let timed_out = record(QueryOutcome::TimedOut {
         stdout: CapturedText::from_bytes(format!("{OURS}, 7, a\n").as_bytes(), false),
         stderr: CapturedText::default(),
     });
     assert!(matches!(read(&timed_out, gpu()), AppsRead::Held(_)));
+    let silent = record(QueryOutcome::TimedOut {
+        stdout: CapturedText::default(),
+        stderr: CapturedText::default(),
+    });
+    assert_eq!(
+        read(&silent, gpu()),
+        AppsRead::Unknown(AppsUnknown::TimedOut(5000))
+    );
     let mut other_query = exited(0, "");
     other_query.args = vec!["--query-gpu=index".to_owned()];
-    assert!(matches!(read(&other_query, gpu()), AppsRead::Unknown(_)));
+    assert_eq!(
+        read(&other_query, gpu()),
+        AppsRead::Unknown(AppsUnknown::OtherQuery)
+    );
     let mut cut = exited(0, "");
     if let QueryOutcome::Exited { stdout, .. } = &mut cut.outcome {
         stdout.truncated = true;
     }
-    assert!(matches!(read(&cut, gpu()), AppsRead::Unknown(_)));
+    assert_eq!(read(&cut, gpu()), AppsRead::Unknown(AppsUnknown::Truncated));
 }
 
 proptest::proptest! {

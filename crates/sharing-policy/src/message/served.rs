@@ -3,7 +3,7 @@
 
 use gpu_uuid::GpuUuid;
 
-use crate::proc_text::read_error;
+use crate::proc_text::FileUnread;
 use crate::served::{NotIdentified, OwnerUnknown, ScanFound, ScopeUnknown};
 use crate::{DAEMON_QUERY_PROGRAM, OsText};
 
@@ -11,7 +11,8 @@ use crate::{DAEMON_QUERY_PROGRAM, OsText};
 pub(crate) fn owner_unknown(why: &OwnerUnknown) -> String {
     match why {
         OwnerUnknown::NotObserved => "its process was not observed".to_owned(),
-        OwnerUnknown::NotAServer(why) | OwnerUnknown::StatusUnread(why) => why.clone(),
+        OwnerUnknown::NotAServer(why) => super::namespace::not_a_server(why),
+        OwnerUnknown::StatusUnread(why) => super::proc_text::file_unread(why),
         OwnerUnknown::UidUnparsed(line) => {
             format!("its /proc status Uid line {line:?} does not parse")
         }
@@ -24,7 +25,7 @@ pub(crate) fn not_identified(why: &NotIdentified<'_>) -> String {
         NotIdentified::NotObserved => {
             "the snapshot holds no observation of the daemon's process".to_owned()
         }
-        NotIdentified::NotByLock(why) => why.clone(),
+        NotIdentified::NotByLock(why) => super::daemon_identity::not_by_lock(why),
         NotIdentified::ReusedPid(process) => format!(
             "the pid file names PID {}, whose command line {:?} is not the control program (a stale pid file whose PID was reused)",
             process.pid,
@@ -60,7 +61,7 @@ pub(crate) fn not_identified(why: &NotIdentified<'_>) -> String {
                     "{scan} found control daemon processes whose environment is unreadable, so which one serves this pipe directory is unknown: {}",
                     daemons
                         .iter()
-                        .map(|p| read_error(p, "environ"))
+                        .map(|p| super::proc_text::file_unread(&FileUnread::of(p, "environ")))
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
@@ -81,7 +82,7 @@ pub(crate) fn not_identified(why: &NotIdentified<'_>) -> String {
 /// Why the daemon's GPU scope is not known.
 pub(crate) fn scope_unknown(why: &ScopeUnknown) -> String {
     match why {
-        ScopeUnknown::EnvironUnread(why) => why.clone(),
+        ScopeUnknown::EnvironUnread(why) => super::proc_text::file_unread(why),
         ScopeUnknown::NotUtf8(shown) => {
             format!("the daemon's CUDA_VISIBLE_DEVICES {shown:?} is not UTF-8")
         }

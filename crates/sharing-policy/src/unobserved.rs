@@ -4,7 +4,7 @@
 //! tools could not be started: the observer's configuration, not the host's health.
 
 use crate::daemon::{self, DaemonStatus};
-use crate::message::daemon::{no_answer, probe_mismatch, unrecognized};
+use crate::message::daemon::{no_answer, probe_mismatch, spawn_failed, timed_out, unrecognized};
 use crate::text::clause;
 use crate::{DAEMON_QUERY_PROGRAM, GPU_QUERY_PROGRAM, HostFacts, QueryOutcome, Vocabulary, gpu};
 
@@ -31,12 +31,8 @@ pub fn nothing_observed(facts: &HostFacts, words: Vocabulary) -> Option<String> 
     let daemon = match daemon::status(facts.daemon_query.as_ref(), directory.as_bytes()) {
         DaemonStatus::Live { .. } => return None,
         DaemonStatus::NotQueried => "it was not queried".to_owned(),
-        DaemonStatus::SpawnFailed(error) => {
-            format!("{DAEMON_QUERY_PROGRAM} could not be started: {error}")
-        }
-        DaemonStatus::TimedOut { timeout_ms } => {
-            format!("the query did not answer within {timeout_ms} ms")
-        }
+        DaemonStatus::SpawnFailed(error) => spawn_failed(&error),
+        DaemonStatus::TimedOut { timeout_ms } => timed_out(timeout_ms),
         DaemonStatus::NoAnswer(how) => no_answer(words, &how),
         DaemonStatus::Unrecognized(answer) => unrecognized(&answer),
         DaemonStatus::NotTheProbe(mismatch) => probe_mismatch(&mismatch),

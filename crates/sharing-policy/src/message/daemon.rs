@@ -53,6 +53,16 @@ fn push_printed(out: &mut String, words: Vocabulary, label: &str, text: &Capture
     }
 }
 
+/// A control front end that could not be started, with the OS error it met.
+pub(crate) fn spawn_failed(error: &str) -> String {
+    format!("{DAEMON_QUERY_PROGRAM} could not be started: {error}")
+}
+
+/// A query that did not answer before its deadline.
+pub(crate) fn timed_out(timeout_ms: u64) -> String {
+    format!("the query did not answer within {timeout_ms} ms")
+}
+
 /// Why no daemon answered, with what a query that ended printed described in `words`.
 pub(crate) fn no_answer(words: Vocabulary, no_answer: &NoAnswer) -> String {
     let NoAnswer::Ended {

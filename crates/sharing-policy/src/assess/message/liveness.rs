@@ -24,7 +24,7 @@ pub(in crate::assess) fn unreachable(
     let (code, reason, fix) = match status {
         DaemonStatus::SpawnFailed(error) => (
             Code::DaemonUnreachable,
-            format!("{} could not be started: {error}", crate::DAEMON_QUERY_PROGRAM),
+            crate::message::daemon::spawn_failed(&error),
             "Install the NVIDIA CUDA MPS tools so that nvidia-cuda-mps-control is on PATH, then retry.".to_owned(),
         ),
         DaemonStatus::NoAnswer(no_answer) => (
@@ -34,7 +34,8 @@ pub(in crate::assess) fn unreachable(
         ),
         DaemonStatus::TimedOut { timeout_ms } => (
             Code::DaemonTimedOut,
-            format!("the query did not answer within {timeout_ms} ms; the daemon may be stopped (SIGSTOP) or wedged"),
+            crate::message::daemon::timed_out(timeout_ms)
+                + "; the daemon may be stopped (SIGSTOP) or wedged",
             format!(
                 "Check the daemon process's state (ps -o pid,stat,cmd -C nvidia-cuda-mps-control); resume or restart it as its owner, then retry. To start a fresh one: {start}"
             ),

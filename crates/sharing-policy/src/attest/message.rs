@@ -191,7 +191,7 @@ fn uid_unproven(subject: &Subject<'_>, who: &str, server: i64) -> String {
             );
         (format!("server {server}'s UID"), error)
     };
-    let fix = if is_gone(&error) {
+    let fix = if crate::proc_text::says_process_gone(&error) {
         if subject.verdict.uid.is_none() {
             "it no longer exists (it exited during attest): read its log, start it again, then attest its new PID"
         } else {
@@ -213,10 +213,6 @@ fn uid_unproven(subject: &Subject<'_>, who: &str, server: i64) -> String {
 }
 
 /// Whether an OS error says the process does not exist (ENOENT, ESRCH).
-fn is_gone(error: &str) -> bool {
-    error.contains("(os error 2)") || error.contains("(os error 3)")
-}
-
 fn other(role: Role) -> Role {
     match role {
         Role::Learner => Role::Collector,

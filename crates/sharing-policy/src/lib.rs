@@ -75,7 +75,7 @@ pub use mps_protocol::{
 };
 pub use process::{
     CAP_SYS_PTRACE_BIT, CallerFacts, ClientFacts, DAEMON_COMM, DAEMON_ENVIRON_VARS,
-    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, LockFileFacts, ProcessFacts,
+    DaemonLockFacts, DaemonSearch, DaemonSearchMethod, LockFileFacts, LockTestFacts, ProcessFacts,
 };
 pub use request::{DEFAULT_SUPPORTED_BACKEND, Request};
 pub use served::{listed_server_pids, pid_file_daemon_pid, proven_daemon_pid};

@@ -4,7 +4,7 @@
 //! can take a conflicting one, so the holder is a fact only the daemon can produce, unlike a
 //! pid file (mode 0666), a process's name or its argv, which any local user can write.
 
-use crate::{DaemonLockFacts, LockFileFacts};
+use crate::{DaemonLockFacts, LockFileFacts, LockTestFacts};
 
 /// What the lock proves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +126,18 @@ fn holds_write_lock(line: &LockLine<'_>, file: &LockFileFacts) -> bool {
         && (line.dev_major, line.dev_minor, line.ino) == (file.dev_major, file.dev_minor, file.ino)
 }
 
-/// The process the lock proves to be the control daemon, or why none is proven.
+/// The PID a lock test proves: a write lock on the whole file (from byte 0 to the end, however
+/// long it grows) held by a process visible here. Such a lock excludes every other lock on the
+/// file, so its holder is the only one. Anything else proves nothing, and the kernel's lock
+/// table decides.
+fn tested_holder(test: &LockTestFacts) -> Option<i64> {
+    (test.lock == "write" && test.start == 0 && test.length == 0 && test.pid > 0)
+        .then_some(test.pid)
+}
+
+/// The process the lock proves to be the control daemon, or why none is proven: the lock
+/// test's whole-file write lock when it shows one (and the table, when also recorded, agrees),
+/// otherwise the kernel's lock table.
 pub(crate) fn holder(lock: &DaemonLockFacts) -> LockHolder {
     let unproven = |found| Unproven {
         path: lock.path.to_string_lossy(),
@@ -140,26 +151,45 @@ pub(crate) fn holder(lock: &DaemonLockFacts) -> LockHolder {
         let found = LockFound::NotARegularFile(file.kind.clone());
         return LockHolder::NotProven(unproven(found));
     }
-    let Some(lines) = &lock.locks else {
-        let found = LockFound::TableNotRead(lock.locks_error.clone());
-        return LockHolder::NotProven(unproven(found));
+    let tested = lock.test.as_ref().and_then(tested_holder);
+    let from_table = match (&lock.locks, tested) {
+        (None, Some(pid)) if lock.locks_error.is_none() => return LockHolder::Proven(pid),
+        (None, _) => {
+            let found = LockFound::TableNotRead(lock.locks_error.clone());
+            return LockHolder::NotProven(unproven(found));
+        }
+        (Some(lines), _) => table_holder(lines, lock.locks_error.as_ref(), file),
     };
-    if let Some(why) = &lock.locks_error {
-        return LockHolder::NotProven(unproven(LockFound::TableCutShort(why.clone())));
+    match (from_table, tested) {
+        (Ok(pid), Some(other)) if pid != other => {
+            LockHolder::NotProven(unproven(LockFound::SeveralHolders(vec![other, pid])))
+        }
+        (Ok(pid), _) => LockHolder::Proven(pid),
+        (Err(LockFound::NoHolder), _) => LockHolder::NoneVisible(unproven(LockFound::NoHolder)),
+        (Err(found), _) => LockHolder::NotProven(unproven(found)),
+    }
+}
+
+/// The one process the kernel's lock table shows holding a POSIX write lock on `file`.
+fn table_holder(
+    lines: &[String],
+    error: Option<&String>,
+    file: &LockFileFacts,
+) -> Result<i64, LockFound> {
+    if let Some(why) = error {
+        return Err(LockFound::TableCutShort(why.clone()));
     }
     let mut holders = Vec::new();
     for line in lines {
-        let Some(parsed) = parse_line(line) else {
-            return LockHolder::NotProven(unproven(LockFound::UnparsedLine(line.clone())));
-        };
+        let parsed = parse_line(line).ok_or_else(|| LockFound::UnparsedLine(line.clone()))?;
         if holds_write_lock(&parsed, file) && !holders.contains(&parsed.pid) {
             holders.push(parsed.pid);
         }
     }
     match holders.as_slice() {
-        [pid] => LockHolder::Proven(*pid),
-        [] => LockHolder::NoneVisible(unproven(LockFound::NoHolder)),
-        _ => LockHolder::NotProven(unproven(LockFound::SeveralHolders(holders))),
+        [pid] => Ok(*pid),
+        [] => Err(LockFound::NoHolder),
+        _ => Err(LockFound::SeveralHolders(holders)),
     }
 }
 
@@ -195,7 +225,81 @@ mod tests {
             directory_uid: Some(0),
             locks: Some(lines.iter().map(|l| (*l).to_owned()).collect()),
             locks_error: None,
+            test: None,
+            test_error: None,
         }
+    }
+
+    /// A lock file whose table was not read because the lock test answered `test`.
+    fn tested(test: LockTestFacts) -> DaemonLockFacts {
+        DaemonLockFacts {
+            locks: None,
+            test: Some(test),
+            ..lock(&[])
+        }
+    }
+
+    fn test(lock: &str, start: u64, length: u64, pid: i64) -> LockTestFacts {
+        LockTestFacts {
+            lock: lock.to_owned(),
+            start,
+            length,
+            pid,
+        }
+    }
+
+    #[test]
+    fn only_a_whole_file_write_lock_held_here_proves_a_holder_without_the_table() {
+        assert_eq!(
+            holder(&tested(test("write", 0, 0, 20836))),
+            LockHolder::Proven(20836)
+        );
+        // A part of the file, a read lock, no lock, or a holder not visible here: the table
+        // decides, and without it nothing is proven.
+        for answer in [
+            test("write", 0, 1, 20836),
+            test("write", 1, 0, 20836),
+            test("read", 0, 0, 20836),
+            test("none", 0, 0, 0),
+            test("write", 0, 0, 0),
+            test("write", 0, 0, -1),
+        ] {
+            assert!(
+                matches!(holder(&tested(answer.clone())), LockHolder::NotProven(_)),
+                "{answer:?}"
+            );
+            let with_table = DaemonLockFacts {
+                test: Some(answer.clone()),
+                ..lock(&[REAL])
+            };
+            assert_eq!(holder(&with_table), LockHolder::Proven(20836), "{answer:?}");
+        }
+        // A table cut short is not read to its end: the test does not stand in for it.
+        let cut = DaemonLockFacts {
+            locks_error: Some("longer than 4194304 bytes".to_owned()),
+            ..tested(test("write", 0, 0, 20836))
+        };
+        assert!(matches!(holder(&cut), LockHolder::NotProven(_)));
+    }
+
+    #[test]
+    fn a_test_and_a_table_that_name_different_holders_prove_neither() {
+        let both = DaemonLockFacts {
+            test: Some(test("write", 0, 0, 7)),
+            ..lock(&[REAL])
+        };
+        assert!(matches!(
+            holder(&both),
+            LockHolder::NotProven(Unproven {
+                found: LockFound::SeveralHolders(ref pids),
+                ..
+            }) if pids == &[7, 20836]
+        ));
+        let agree = DaemonLockFacts {
+            test: Some(test("write", 0, 0, 20836)),
+            ..lock(&[REAL])
+        };
+        assert_eq!(holder(&agree), LockHolder::Proven(20836));
     }
 
     /// The line the real 535 daemon's lock shows (`-d`, no GPU).

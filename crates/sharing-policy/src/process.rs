@@ -152,6 +152,31 @@ pub struct DaemonLockFacts {
     pub locks: Option<Vec<String>>,
     /// Why `<proc>/locks` was not read, or not read to its end.
     pub locks_error: Option<String>,
+    /// What `fcntl(F_GETLK)` on the lock file answered for a read lock of the whole file: the
+    /// write lock that would block it, if any, with its holder's PID in the observer's own PID
+    /// namespace. Asked only where `/proc` is the observer's own; `None` when not asked (and in
+    /// snapshots recorded before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<LockTestFacts>,
+    /// Why the lock file could not be opened or tested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_error: Option<String>,
+}
+
+/// The answer of `fcntl(F_GETLK)` on the lock file (raw, as the kernel gave it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LockTestFacts {
+    /// The blocking lock's type: `write`, `read`, or `none` (nothing would block a read lock).
+    pub lock: String,
+    /// Its first byte.
+    pub start: u64,
+    /// Its length in bytes; 0 means to the end of the file, however long it grows.
+    pub length: u64,
+    /// Its holder's PID in the observer's PID namespace; 0 when the holder is not visible
+    /// there (another PID namespace) or the lock belongs to an open file description.
+    pub pid: i64,
 }
 
 /// What `lstat` says of the lock file: its kind and identity.

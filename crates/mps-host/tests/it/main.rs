@@ -18,6 +18,7 @@ mod compute_apps;
 mod daemon_log;
 mod filesystem;
 mod listed_clients;
+mod lock_test;
 mod old_driver;
 mod procfs;
 mod reach;

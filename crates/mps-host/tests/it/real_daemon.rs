@@ -296,17 +296,19 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
 
     let facts = capture_with_mask(&daemon, None);
 
-    // The real daemon (535 and 550, `-d`) holds the POSIX write lock on control_lock, and the
-    // kernel's lock table names its PID: the daemon is proven without the pid file or a scan.
+    // The real daemon (535 and 550, `-d`) holds the POSIX write lock on the whole of
+    // control_lock, and F_GETLK names its PID: the daemon is proven without the pid file, a
+    // scan, or the kernel's lock table (not read).
     let search = facts.daemon_process.as_ref().unwrap();
     assert_eq!(search.method, DaemonSearchMethod::Lock, "{search:?}");
     let lock = search.lock.as_ref().unwrap();
-    let lines = lock.locks.as_ref().unwrap();
-    assert_eq!(lines.len(), 1, "{lock:?}");
-    assert!(
-        lines[0].contains(&format!("POSIX  ADVISORY  WRITE {} ", daemon.pid)),
+    let tested = lock.test.as_ref().unwrap();
+    assert_eq!(
+        (tested.lock.as_str(), tested.start, tested.length, tested.pid),
+        ("write", 0, 0, i64::from(daemon.pid)),
         "{lock:?}"
     );
+    assert_eq!(lock.locks, None, "{lock:?}");
     let evidence = validate(&strict(&request), &facts).unwrap();
     assert_eq!(evidence.unverified, [], "{evidence:?}");
     // The daemon's own log, read from the proven daemon's CUDA_MPS_LOG_DIRECTORY: its start

@@ -30,6 +30,8 @@ fn a_pid_file_corroborates_only_what_the_lock_proves() {
                 .collect(),
         ),
         locks_error: None,
+        test: None,
+        test_error: None,
     };
     for (holders, corroborates) in [(&[][..], false), (&[99][..], false), (&[4242][..], true)] {
         facts.daemon_process = Some(DaemonSearch {

@@ -25,6 +25,8 @@ pub(crate) fn lock_held_by(pipe: &OsText, holders: &[i64]) -> DaemonLockFacts {
                 .collect(),
         ),
         locks_error: None,
+        test: None,
+        test_error: None,
     }
 }
 

@@ -1,0 +1,141 @@
+//! The daemon's lock asked with `fcntl(F_GETLK)`, against real processes holding real POSIX
+//! locks on `control_lock` (a small C program, so that the lock is another process's): a
+//! whole-file write lock is proven without reading `/proc/locks`; a lock on part of the file,
+//! no lock, or another `/proc` root falls back to the kernel's table, as before.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use mps_host::{LOCK_FILE_NAME, observe_daemon_lock};
+use sharing_policy::{LockTestFacts, OsText, lock_holder_pid};
+
+/// A program that takes a POSIX write lock on `argv[1]` from byte 0 for `argv[2]` bytes (0: to
+/// the end), prints `locked` and waits to be killed.
+const HOLDER: &str = r#"#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_RDWR | O_CREAT, 0644);
+    struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = atol(argv[2]) };
+    if (fd < 0 || fcntl(fd, F_SETLKW, &lock) != 0) return 1;
+    printf("locked\n");
+    fflush(stdout);
+    pause();
+    return 0;
+}
+"#;
+
+struct Holder {
+    child: Child,
+    pipe: tempfile::TempDir,
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn holder_program(dir: &Path) -> PathBuf {
+    let source = dir.join("holder.c");
+    std::fs::write(&source, HOLDER).unwrap();
+    let program = dir.join("holder");
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test harness: builds the lock holder"
+    )]
+    let status = Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(&source)
+        .status()
+        .expect("a C compiler (cc) builds the lock holder");
+    assert!(status.success());
+    program
+}
+
+/// A pipe directory whose `control_lock` another process holds, `length` bytes from 0.
+fn held(length: u64) -> Holder {
+    let pipe = tempfile::tempdir().unwrap();
+    let program = holder_program(pipe.path());
+    #[allow(clippy::disallowed_methods, reason = "test harness: the lock holder")]
+    let mut child = Command::new(&program)
+        .arg(pipe.path().join(LOCK_FILE_NAME))
+        .arg(length.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "locked\n");
+    Holder { child, pipe }
+}
+
+fn pipe_of(dir: &Path) -> OsText {
+    OsText::from_bytes(dir.as_os_str().as_bytes().to_vec())
+}
+
+#[test]
+fn a_whole_file_write_lock_is_proven_by_the_test_without_the_table() {
+    let holder = held(0);
+    let facts = observe_daemon_lock(Path::new("/proc"), &pipe_of(holder.pipe.path()));
+    let pid = i64::from(holder.child.id());
+    assert_eq!(
+        facts.test,
+        Some(LockTestFacts {
+            lock: "write".to_owned(),
+            start: 0,
+            length: 0,
+            pid,
+        }),
+        "{facts:?}"
+    );
+    assert_eq!(facts.locks, None, "the table is not read: {facts:?}");
+    assert_eq!(lock_holder_pid(&facts), Some(pid));
+}
+
+#[test]
+fn a_lock_on_part_of_the_file_is_judged_from_the_table() {
+    let holder = held(1);
+    let facts = observe_daemon_lock(Path::new("/proc"), &pipe_of(holder.pipe.path()));
+    let pid = i64::from(holder.child.id());
+    assert_eq!(
+        facts.test.as_ref().map(|t| (t.length, t.pid)),
+        Some((1, pid))
+    );
+    let lines = facts.locks.as_ref().unwrap();
+    assert_eq!(lines.len(), 1, "{facts:?}");
+    assert!(
+        lines[0].contains(&format!("POSIX  ADVISORY  WRITE {pid} ")),
+        "{facts:?}"
+    );
+}
+
+#[test]
+fn no_lock_and_another_proc_root_fall_back_to_the_table() {
+    let holder = held(0);
+    let pipe = pipe_of(holder.pipe.path());
+    // Another /proc root: its PIDs may be another namespace's, so no test is asked.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("locks"), "").unwrap();
+    let other = observe_daemon_lock(root.path(), &pipe);
+    assert_eq!(
+        (other.test.as_ref(), other.locks.as_deref()),
+        (None, Some(&[][..]))
+    );
+    assert_eq!(lock_holder_pid(&other), None);
+    drop(holder);
+
+    let free = tempfile::tempdir().unwrap();
+    std::fs::write(free.path().join(LOCK_FILE_NAME), "").unwrap();
+    let facts = observe_daemon_lock(Path::new("/proc"), &pipe_of(free.path()));
+    assert_eq!(facts.test.as_ref().map(|t| t.lock.as_str()), Some("none"));
+    assert_eq!(facts.locks.as_deref(), Some(&[][..]), "{facts:?}");
+    assert_eq!(lock_holder_pid(&facts), None);
+}

@@ -11,16 +11,20 @@ use std::process::{Child, Command, Stdio};
 use mps_host::{LOCK_FILE_NAME, observe_daemon_lock};
 use sharing_policy::{LockTestFacts, OsText, lock_holder_pid};
 
-/// A program that takes a POSIX write lock on `argv[1]` from byte 0 for `argv[2]` bytes (0: to
-/// the end), prints `locked` and waits to be killed.
-const HOLDER: &str = r#"#include <fcntl.h>
+/// A program that takes a write lock on `argv[1]` from byte 0 for `argv[2]` bytes (0: to the
+/// end), a POSIX one or, with `argv[3]` `ofd`, an open file description's, prints `locked` and
+/// waits to be killed.
+const HOLDER: &str = r#"#define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 int main(int argc, char **argv) {
-    int fd = open(argv[1], O_RDWR | O_CREAT, 0644);
+    int fd = open(argv[1], O_RDWR | O_CREAT, 0666);
     struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = atol(argv[2]) };
-    if (fd < 0 || fcntl(fd, F_SETLKW, &lock) != 0) return 1;
+    int ofd = argc > 3 && strcmp(argv[3], "ofd") == 0;
+    if (fd < 0 || fcntl(fd, ofd ? F_OFD_SETLKW : F_SETLKW, &lock) != 0) return 1;
     printf("locked\n");
     fflush(stdout);
     pause();
@@ -60,12 +64,18 @@ fn holder_program(dir: &Path) -> PathBuf {
 
 /// A pipe directory whose `control_lock` another process holds, `length` bytes from 0.
 fn held(length: u64) -> Holder {
+    held_as(length, "posix")
+}
+
+/// [`held`], the lock taken as `kind`: `posix` or `ofd`.
+fn held_as(length: u64, kind: &str) -> Holder {
     let pipe = tempfile::tempdir().unwrap();
     let program = holder_program(pipe.path());
     #[allow(clippy::disallowed_methods, reason = "test harness: the lock holder")]
     let mut child = Command::new(&program)
         .arg(pipe.path().join(LOCK_FILE_NAME))
         .arg(length.to_string())
+        .arg(kind)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -137,5 +147,19 @@ fn no_lock_and_another_proc_root_fall_back_to_the_table() {
     let facts = observe_daemon_lock(Path::new("/proc"), &pipe_of(free.path()));
     assert_eq!(facts.test.as_ref().map(|t| t.lock.as_str()), Some("none"));
     assert_eq!(facts.locks.as_deref(), Some(&[][..]), "{facts:?}");
+    assert_eq!(lock_holder_pid(&facts), None);
+}
+
+/// Any user can open the 0666 `control_lock` and take an open file description's lock on it
+/// when no daemon holds it: `F_GETLK` names no process for it (-1), so nothing is proven, and
+/// the table's `OFDLCK` line proves nothing either; no build panics on it.
+#[test]
+fn an_open_file_description_lock_proves_nothing() {
+    let holder = held_as(0, "ofd");
+    let facts = observe_daemon_lock(Path::new("/proc"), &pipe_of(holder.pipe.path()));
+    let tested = facts.test.as_ref().unwrap();
+    assert_eq!((tested.lock.as_str(), tested.pid), ("write", -1), "{facts:?}");
+    let lines = facts.locks.as_ref().unwrap();
+    assert!(lines[0].contains("OFDLCK ADVISORY  WRITE -1 "), "{facts:?}");
     assert_eq!(lock_holder_pid(&facts), None);
 }

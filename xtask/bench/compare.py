@@ -16,6 +16,9 @@ With --seed, the seed too: the reference module (crates/mps-preflight-py/bench/,
 re-indented) run as a command on each served host, the way a launcher's shell step would (a
 fresh interpreter imports it and probes with a torch stand-in; real torch would add its import),
 spawned as the builds are, so that "N times faster than the seed" is read in the same run.
+With --idle-ms N, each timed run follows N ms of sleep instead of the case before it: the
+state a launcher's one probe meets on a quiet node, where work that waits on the kernel (an RCU
+grace period, an idle CPU's wake-up) shows, and back-to-back runs hide it.
 Every run must exit as expected. Prints each case's median and minimum in milliseconds.
 """
 
@@ -127,6 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--seed", action="store_true", help="also time the seed run as a command on the served hosts")
+    parser.add_argument("--idle-ms", type=float, default=0.0, help="sleep this long before each timed run")
     parser.add_argument("builds", nargs="+", help="LABEL=PATH")
     args = parser.parse_args()
     builds = [tuple(item.split("=", 1)) for item in args.builds]
@@ -160,6 +164,8 @@ def main() -> None:
         for run in range(args.runs + 3):
             for name, argv, host, code in cases:
                 env = {"PATH": str(hosts[host] / "bin"), "CUDA_MPS_PIPE_DIRECTORY": str(hosts[host] / "pipe")}
+                if args.idle_ms:
+                    time.sleep(args.idle_ms / 1e3)
                 started = time.perf_counter()
                 result = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 elapsed = time.perf_counter() - started
@@ -167,7 +173,7 @@ def main() -> None:
                     raise SystemExit(f"{name}: exit {result.returncode}: {result.stderr[:400]!r}")
                 if run >= 3:
                     times[name].append(elapsed * 1e3)
-        print(f"# {args.runs} interleaved runs each; load {' '.join(load)} at start, "
+        print(f"# {args.runs} interleaved runs each, {args.idle_ms:g} ms idle before each; load {' '.join(load)} at start, "
               f"{' '.join(open('/proc/loadavg').read().split()[:3])} at end")
         print("| case | median ms | min ms |\n|---|---:|---:|")
         for name, samples in times.items():

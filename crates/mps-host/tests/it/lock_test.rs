@@ -158,7 +158,11 @@ fn an_open_file_description_lock_proves_nothing() {
     let holder = held_as(0, "ofd");
     let facts = observe_daemon_lock(Path::new("/proc"), &pipe_of(holder.pipe.path()));
     let tested = facts.test.as_ref().unwrap();
-    assert_eq!((tested.lock.as_str(), tested.pid), ("write", -1), "{facts:?}");
+    assert_eq!(
+        (tested.lock.as_str(), tested.pid),
+        ("write", -1),
+        "{facts:?}"
+    );
     let lines = facts.locks.as_ref().unwrap();
     assert!(lines[0].contains("OFDLCK ADVISORY  WRITE -1 "), "{facts:?}");
     assert_eq!(lock_holder_pid(&facts), None);

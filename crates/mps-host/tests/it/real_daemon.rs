@@ -304,7 +304,12 @@ fn a_scoped_daemon_is_found_and_its_scope_enforced() {
     let lock = search.lock.as_ref().unwrap();
     let tested = lock.test.as_ref().unwrap();
     assert_eq!(
-        (tested.lock.as_str(), tested.start, tested.length, tested.pid),
+        (
+            tested.lock.as_str(),
+            tested.start,
+            tested.length,
+            tested.pid
+        ),
         ("write", 0, 0, i64::from(daemon.pid)),
         "{lock:?}"
     );

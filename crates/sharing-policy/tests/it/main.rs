@@ -29,6 +29,7 @@ mod locks;
 mod props;
 mod props_apps;
 mod props_breakers;
+mod props_client_limit;
 mod props_clients;
 mod props_gen;
 mod props_reach;

@@ -449,6 +449,7 @@ pub(crate) fn breakers() -> Vec<Breaker> {
     .chain(crate::props_clients::client_breakers())
     .chain(crate::props_shm::shm_breakers())
     .chain(crate::props_apps::apps_breakers())
+    .chain(crate::props_client_limit::client_limit_breakers())
     .chain(crate::props_reach::reach_breakers())
     .collect()
 }

@@ -41,6 +41,19 @@ fn push_escaped_repr(out: &mut String, value: &str) {
     out.push(quote);
 }
 
+/// `items` as a message lists them: their text, joined by `, `.
+pub(crate) fn listed<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    let mut out = String::new();
+    for (index, item) in items.into_iter().enumerate() {
+        if index > 0 {
+            out.push_str(", ");
+        }
+        // Writing to a String cannot fail.
+        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{item}"));
+    }
+    out
+}
+
 /// `text` without a trailing period, so it can be followed by ". ".
 pub(crate) fn clause(text: &str) -> &str {
     text.trim_end().trim_end_matches('.')
@@ -172,6 +185,13 @@ pub(crate) fn push_shell_quoted(out: &mut String, word: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_is_joined_by_commas_and_an_empty_one_is_empty() {
+        assert_eq!(listed([4428, 4429, 7]), "4428, 4429, 7");
+        assert_eq!(listed(["a"]), "a");
+        assert_eq!(listed(Vec::<i64>::new()), "");
+    }
 
     /// `repr` as first written, one character at a time: the reference for its fast paths.
     fn reference_repr(value: &str) -> String {

@@ -221,15 +221,15 @@ fn other(role: Role) -> Role {
 }
 
 fn owners(facts: &AttestFacts) -> String {
-    facts
-        .servers
-        .iter()
-        .map(|s| match server_uid(facts, s.pid) {
-            Some(uid) => format!("server {} as UID {uid}", s.pid),
-            None => format!("server {} as an unknown UID", s.pid),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    crate::text::listed(
+        facts
+            .servers
+            .iter()
+            .map(|s| match server_uid(facts, s.pid) {
+                Some(uid) => format!("server {} as UID {uid}", s.pid),
+                None => format!("server {} as an unknown UID", s.pid),
+            }),
+    )
 }
 
 fn errors(client: &ClientFacts) -> String {

@@ -40,10 +40,7 @@ impl fmt::Display for Unproven {
                 f,
                 "{} processes hold a write lock on {path} (PIDs {})",
                 pids.len(),
-                pids.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                crate::text::listed(pids)
             ),
         }
     }

@@ -68,11 +68,7 @@ pub(crate) fn not_identified(why: &NotIdentified<'_>) -> String {
                 ScanFound::Several(daemons) => format!(
                     "{scan} found {} control daemons serving this pipe directory (PIDs {})",
                     daemons.len(),
-                    daemons
-                        .iter()
-                        .map(|p| p.pid.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    crate::text::listed(daemons.iter().map(|p| p.pid))
                 ),
             }
         }
@@ -98,14 +94,7 @@ pub(crate) fn excluded_detail(served: &[GpuUuid]) -> String {
     if served.is_empty() {
         "it makes no GPU visible".to_owned()
     } else {
-        format!(
-            "it serves {}",
-            served
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        format!("it serves {}", crate::text::listed(served))
     }
 }
 

@@ -24,11 +24,10 @@ pub(in crate::assess) fn unverified(context: &Context<'_>, why: String) -> Findi
 /// The finding for compute processes `apps` that hold the GPU, so the server cannot start.
 pub(in crate::assess) fn held(context: &Context<'_>, apps: &[ComputeApp]) -> Finding {
     let gpu = context.gpu.to_string();
-    let listed = apps
-        .iter()
-        .map(|app| format!("PID {} ({})", app.pid, crate::text::repr(&app.name)))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let listed = crate::text::listed(
+        apps.iter()
+            .map(|app| format!("PID {} ({})", app.pid, crate::text::repr(&app.name))),
+    );
     let held = format!(
         "it is in Exclusive_Process and no MPS server runs, but {} compute process(es) hold it: {listed}",
         apps.len()

@@ -159,11 +159,10 @@ pub(in crate::assess) fn stale(
 
 /// The advisory warning for the `live` clients (server, client) of the listed servers.
 pub(in crate::assess) fn has_clients(context: &Context<'_>, live: &[(Pid, Pid)]) -> Finding {
-    let listed = live
-        .iter()
-        .map(|(server, client)| format!("client {client} of MPS server {server}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let listed = crate::text::listed(
+        live.iter()
+            .map(|(server, client)| format!("client {client} of MPS server {server}")),
+    );
     let found = format!("{} live client(s): {listed}", live.len());
     let fix = "nothing, if another job shares this GPU on purpose; otherwise find and stop the job that runs those processes before this one starts".to_owned();
     Finding::new(

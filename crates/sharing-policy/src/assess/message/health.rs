@@ -15,11 +15,11 @@ const PERSISTENCE: &str = "enable persistence as root (run nvidia-persistenced, 
 
 /// Health columns as a list: each name and its value quoted, joined with commas.
 fn columns(columns: &[(&str, &str)]) -> String {
-    columns
-        .iter()
-        .map(|(name, value)| format!("{name} {}", repr(value)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    crate::text::listed(
+        columns
+            .iter()
+            .map(|(name, value)| format!("{name} {}", repr(value))),
+    )
 }
 
 /// The unverified finding for the health of the context's GPU, and `why`.

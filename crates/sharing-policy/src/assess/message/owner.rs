@@ -54,11 +54,11 @@ pub(in crate::assess) fn another_user(
     ours: u32,
     multiuser: Option<bool>,
 ) -> Finding {
-    let listed = others
-        .iter()
-        .map(|(pid, uid)| format!("PID {pid} (uid {uid})"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let listed = crate::text::listed(
+        others
+            .iter()
+            .map(|(pid, uid)| format!("PID {pid} (uid {uid})")),
+    );
     let whose = if context.request.as_user.is_some() {
         "the job is judged for uid"
     } else {

@@ -193,11 +193,7 @@ pub(in crate::assess) fn unsupported_backend(
             format!("{}, or {null}", request::lowercase_first(configure)),
         )
     } else {
-        let list = supported
-            .iter()
-            .map(|b| repr(b))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = crate::text::listed(supported.iter().map(|b| repr(b)));
         (
             format!(
                 "{mps} supports only the configured backends {list}; got {got}. Use one of them, or {null}."

@@ -1,6 +1,6 @@
-//! `/dev/shm` and capacity observation: the caller's `/dev/shm` (`stat`, `statvfs`, its
-//! `mountinfo` line), the proven control daemon's (`stat` of `/proc/<pid>/root/dev/shm`, its
-//! `mountinfo` line) and the daemon's `Max open files` limit. Raw facts only; which daemon is
+//! `/dev/shm` and capacity observation: the caller's `/dev/shm` (`stat`, `statvfs`), the proven
+//! control daemon's (`stat` of `/proc/<pid>/root/dev/shm`), the `mountinfo` line of each when
+//! the two differ, and the daemon's `Max open files` limit. Raw facts only; which daemon is
 //! proven is the validator's rule ([`sharing_policy::proven_daemon_pid`]). No file is read
 //! whole: `mountinfo` and `limits` have a size cap; `stat` and `statvfs` read no file.
 
@@ -20,25 +20,26 @@ const LIMITS_CAP: u64 = 8 * 1024;
 /// The caller's `/dev/shm` (its own `/proc/self`) and, when `daemon` is the PID the lock
 /// proves, the daemon's, read through `proc_root` (`/proc`).
 pub fn observe_shm(proc_root: &Path, daemon: Option<i64>) -> ShmFacts {
-    let mut caller = view(Path::new(SHM_PATH), true);
-    mount_line(
-        &mut caller,
-        read_capped(Path::new("/proc"), "self", "mountinfo", MOUNTINFO_CAP),
-    );
-    let daemon_view = daemon.map(|pid| {
-        let path: PathBuf = proc_root.join(pid.to_string()).join("root/dev/shm");
-        let mut view = view(&path, false);
-        mount_line(
-            &mut view,
-            read_capped(proc_root, pid, "mountinfo", MOUNTINFO_CAP),
-        );
-        view
-    });
-    ShmFacts {
-        caller,
+    let mut facts = ShmFacts {
+        caller: view(Path::new(SHM_PATH), true),
         daemon_pid: daemon,
-        daemon: daemon_view,
+        daemon: daemon.map(|pid| {
+            let path: PathBuf = proc_root.join(pid.to_string()).join("root/dev/shm");
+            view(&path, false)
+        }),
+    };
+    // The mount lines only describe two /dev/shm that differ; the validator says when.
+    if sharing_policy::shm_mount_lines_wanted(&facts) {
+        let own = read_capped(Path::new("/proc"), "self", "mountinfo", MOUNTINFO_CAP);
+        mount_line(&mut facts.caller, own);
+        if let (Some(pid), Some(view)) = (daemon, facts.daemon.as_mut()) {
+            mount_line(
+                view,
+                read_capped(proc_root, pid, "mountinfo", MOUNTINFO_CAP),
+            );
+        }
     }
+    facts
 }
 
 /// `stat` (following a link: `/dev/shm` is a link to `/run/shm` on some systems) and, with

@@ -63,6 +63,7 @@ pub use gpu::{
 };
 pub use host_extra::{
     CapacityFacts, MAX_CLIENTS_PER_DEVICE, ShmFacts, ShmView, client_limit, clients_fit,
+    shm_mount_lines_wanted,
 };
 pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};

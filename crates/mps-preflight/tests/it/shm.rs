@@ -69,6 +69,22 @@ fn a_private_dev_shm_is_not_the_daemons() {
         assert!(evidence["shm_free_bytes"].is_u64(), "{evidence}");
         assert!(evidence["shm_total_bytes"].is_u64(), "{evidence}");
     }
+    // The same /dev/shm: no mountinfo is read (its lines only describe two that differ).
+    let capture = host.run(&["capture"]);
+    let snapshot = capture.json("capture");
+    let shm = &snapshot["shm"];
+    assert!(shm["caller"]["inode"].is_u64(), "{shm}");
+    assert_eq!(shm["caller"]["inode"], shm["daemon"]["inode"], "{shm}");
+    assert_eq!(
+        shm["caller"]["mount_root"],
+        serde_json::Value::Null,
+        "{shm}"
+    );
+    assert_eq!(
+        shm["daemon"]["mount_root"],
+        serde_json::Value::Null,
+        "{shm}"
+    );
     for fill in [false, true] {
         let run = run_in_private_shm(
             &host,
@@ -82,6 +98,8 @@ fn a_private_dev_shm_is_not_the_daemons() {
             "{}",
             run.render()
         );
+        // Two /dev/shm that differ: the mount lines were read to name them.
+        assert!(run.stderr.contains(", mount root /"), "{}", run.render());
     }
 }
 

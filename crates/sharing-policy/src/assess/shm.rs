@@ -66,9 +66,9 @@ pub(super) fn check(
 /// filesystem and the same directory in it, so a bind mount of another subdirectory of the
 /// same tmpfs differs too); `Err` says why it cannot be told.
 fn same_filesystem(caller: &ShmView, daemon: Option<&ShmView>) -> Result<bool, String> {
-    let identity = |view: &ShmView| match (view.device, view.inode) {
-        (Some(device), Some(inode)) => Ok((device, inode)),
-        _ => Err(message::shm::unreadable(view)),
+    let identity = |view: &ShmView| {
+        view.identity()
+            .ok_or_else(|| message::shm::unreadable(view))
     };
     let Some(daemon) = daemon else {
         return Err(message::shm::daemon_view_unrecorded());

@@ -69,6 +69,7 @@ pub use lock::lock_holder_pid;
 pub use log_facts::{DEFAULT_LOG_DIRECTORY, DaemonLogFacts, LOG_FILES, LOG_TAIL_CAP, LogFileFacts};
 pub use message::daemon_log::daemon_log_directory;
 pub use message::session::settings_answers;
+pub use message::unobserved::nothing_observed;
 pub use mps_protocol::{
     Attempt, CapturedText, DAEMON_PROBE, DAEMON_QUERY_PROGRAM, FIRST_SESSION_ORDINALS,
     GPU_QUERY_PROGRAM, MemSize, OsText, Percentage, Pid, QueryOutcome, QueryRecord,
@@ -83,7 +84,7 @@ pub use served::{listed_server_pids, pid_file_daemon_pid, proven_daemon_pid};
 pub use session::{MAX_LISTED_CLIENTS, listed_client_pids, settings_commands};
 pub use start::start_command;
 pub use text::{quote_name, shell_quote};
-pub use unobserved::{ToolNotStarted, nothing_observed, tools_not_started};
+pub use unobserved::{ToolNotStarted, tools_not_started};
 pub use verdict::{Verdict, judge};
 pub use vocabulary::Vocabulary;
 

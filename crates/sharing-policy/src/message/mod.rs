@@ -8,6 +8,7 @@
 //! sentences of `<module>.rs`'s statuses. The checks' findings (`assess/message/`) and attest's
 //! verdicts (`attest/message.rs`) quote these words; this floor imports the statuses and
 //! nothing that words or judges above it, so no interpretation module imports it.
+//! `message/unobserved.rs` words the note of a host where nothing about MPS was observed.
 
 pub(crate) mod access;
 pub(crate) mod compute_apps;
@@ -20,3 +21,4 @@ pub(crate) mod namespace;
 pub(crate) mod proc_text;
 pub(crate) mod served;
 pub(crate) mod session;
+pub(crate) mod unobserved;

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use mps_host::{LOCK_FILE_NAME, observe_daemon_lock};
@@ -44,24 +44,6 @@ impl Drop for Holder {
     }
 }
 
-fn holder_program(dir: &Path) -> PathBuf {
-    let source = dir.join("holder.c");
-    std::fs::write(&source, HOLDER).unwrap();
-    let program = dir.join("holder");
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "test harness: builds the lock holder"
-    )]
-    let status = Command::new("cc")
-        .arg("-o")
-        .arg(&program)
-        .arg(&source)
-        .status()
-        .expect("a C compiler (cc) builds the lock holder");
-    assert!(status.success());
-    program
-}
-
 /// A pipe directory whose `control_lock` another process holds, `length` bytes from 0.
 fn held(length: u64) -> Holder {
     held_as(length, "posix")
@@ -70,7 +52,7 @@ fn held(length: u64) -> Holder {
 /// [`held`], the lock taken as `kind`: `posix` or `ofd`.
 fn held_as(length: u64, kind: &str) -> Holder {
     let pipe = tempfile::tempdir().unwrap();
-    let program = holder_program(pipe.path());
+    let program = crate::common::compile_c(pipe.path(), "holder", HOLDER);
     #[allow(clippy::disallowed_methods, reason = "test harness: the lock holder")]
     let mut child = Command::new(&program)
         .arg(pipe.path().join(LOCK_FILE_NAME))

@@ -33,25 +33,11 @@ fn two_gpus(daemon: &Daemon) {
 /// a signal, compiled into a directory `nobody` can read.
 fn lookalike_program(dir: &Path) -> PathBuf {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let source = dir.join("lookalike.c");
-    std::fs::write(
-        &source,
+    crate::common::compile_c(
+        dir,
+        "nvidia-cuda-mps-control",
         "#include <unistd.h>\nint main(void) { pause(); return 0; }\n",
     )
-    .unwrap();
-    let program = dir.join("nvidia-cuda-mps-control");
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "test harness: builds the look-alike"
-    )]
-    let status = Command::new("cc")
-        .arg("-o")
-        .arg(&program)
-        .arg(&source)
-        .status()
-        .expect("a C compiler (cc) builds the look-alike");
-    assert!(status.success());
-    program
 }
 
 /// Runs `program -d -M` as `nobody`, in the daemon's pipe directory's name, scoped to GPU B.

@@ -71,6 +71,26 @@ pub(crate) fn fake_program(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
+/// `source` compiled with `cc` into `dir/name`: a real program where a shell script would not
+/// do (a process that holds a lock, or whose `comm` is a given name).
+pub(crate) fn compile_c(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, source).unwrap();
+    let program = dir.join(name);
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test harness: builds a helper program"
+    )]
+    let status = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(&file)
+        .status()
+        .expect("a C compiler (cc) builds the helper program");
+    assert!(status.success(), "cc {}", file.display());
+    program
+}
+
 /// A runner that finds programs only in `dir`.
 pub(crate) fn runner_in(dir: &Path) -> ProcessRunner {
     ProcessRunner {

@@ -3,7 +3,8 @@
 use crate::text::repr;
 
 use super::{
-    AttestCode, AttestFacts, LikelyCause, ProcessAttestation, Role, server_problem, server_uid,
+    AttestCode, AttestFacts, Attestation, LikelyCause, ProcessAttestation, Role, server_problem,
+    server_uid,
 };
 use crate::ClientFacts;
 
@@ -23,6 +24,55 @@ impl AttestWords {
         wait: "--wait-ms",
         wait_30s: "--wait-ms 30000",
     };
+}
+
+/// The message when the learner and the collector are given the same PID:
+/// one process proves nothing about two, so the front ends refuse it as a usage error.
+pub fn same_process(pid: i64) -> String {
+    format!(
+        "the learner and the collector are the same process (PID {pid}): one process proves nothing about two sharing a GPU; give each process's own PID"
+    )
+}
+
+/// A server in `FAULT` that the learner is a client of.
+fn server_fault(pid: i64) -> String {
+    format!(
+        "MPS server {pid} that the learner is a client of is in FAULT: it rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY, and its clients are not being served; restart the job once the daemon has started a new server"
+    )
+}
+
+impl Attestation {
+    /// One line per process that is not attached: `<code>: <message>` ([`Self::errors`]).
+    pub fn error_lines(&self) -> Vec<String> {
+        self.errors()
+            .into_iter()
+            .map(|(code, message)| format!("{code}: {message}"))
+            .collect()
+    }
+
+    /// Why it is not attested, as structured data: one `(code, message)` per process that is
+    /// not attached (then a server in `FAULT`); empty when attested. The first code is the
+    /// one a front end raises.
+    pub fn errors(&self) -> Vec<(&'static str, String)> {
+        let mut errors: Vec<(&'static str, String)> = self
+            .problems()
+            .map(|(role, p)| {
+                let message = p.message.clone().unwrap_or_else(|| fallback(role, p.pid));
+                (p.code.as_str(), message)
+            })
+            .collect();
+        if let Some(settings) = self.server_settings.as_ref().filter(|s| s.is_fault()) {
+            errors.push(("server-fault", server_fault(settings.pid)));
+        }
+        if !self.attested && errors.is_empty() && self.learner.pid == self.collector.pid {
+            let code = AttestCode::AnswerUnrecognized.as_str();
+            errors.push((code, same_process(self.learner.pid)));
+        } else if !self.attested && errors.is_empty() {
+            let code = AttestCode::ClientOfAnotherServer.as_str();
+            errors.push((code, inconsistent()));
+        }
+        errors
+    }
 }
 
 /// Everything a message may name.

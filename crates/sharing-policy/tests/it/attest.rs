@@ -572,9 +572,9 @@ fn a_faulted_server_is_reported_and_never_attested() {
     );
     let lines = attestation.error_lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].starts_with("server-fault: MPS server 4428"),
-        "{lines:?}"
+    assert_eq!(
+        lines[0],
+        "server-fault: MPS server 4428 that the learner is a client of is in FAULT: it rejects every new client with CUDA_ERROR_MPS_SERVER_NOT_READY, and its clients are not being served; restart the job once the daemon has started a new server"
     );
     // 535 cannot say: the state is unread, the verdict unchanged.
     let old = attest(&with_settings(

@@ -3,16 +3,12 @@
 //! `Server <pid> not found` are read; anything else is unproven, with the raw text kept.
 
 use crate::daemon::{self, DaemonStatus, is_percentage};
-use crate::message::daemon::{describe_text, no_answer, probe_mismatch, retried, unrecognized};
+use crate::message::daemon::{no_answer, probe_mismatch, retried, unrecognized};
 use crate::served::server_pids;
-use crate::text::repr;
-use crate::{
-    CapturedText, DAEMON_QUERY_PROGRAM, Pid, QueryOutcome, QueryRecord, Vocabulary, client_query,
-    probe_stdin,
-};
+use crate::{CapturedText, Pid, QueryOutcome, QueryRecord, Vocabulary, client_query, probe_stdin};
 use mps_protocol::{Answer, ListedClient};
 
-use super::AttestCode;
+use super::{AttestCode, message};
 
 /// Why an answer proves nothing: the daemon did not answer, or answered in an unknown format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,23 +48,23 @@ pub(crate) fn servers(
 
 fn from_status(status: DaemonStatus, asked: &str) -> Unproven {
     match status {
-        DaemonStatus::Live { .. } => Unproven::unrecognized(format!("`{asked}` was judged twice")),
-        DaemonStatus::NotQueried => Unproven::no_answer(format!("`{asked}` was not asked")),
-        DaemonStatus::SpawnFailed(error) => Unproven::no_answer(format!(
-            "{DAEMON_QUERY_PROGRAM} could not be started for `{asked}`: {error}"
-        )),
-        DaemonStatus::TimedOut { timeout_ms } => Unproven::no_answer(format!(
-            "`{asked}` got no answer within its {timeout_ms} ms deadline (a frozen or busy daemon)"
-        )),
+        DaemonStatus::Live { .. } => Unproven::unrecognized(message::judged_twice(asked)),
+        DaemonStatus::NotQueried => Unproven::no_answer(message::not_asked(asked)),
+        DaemonStatus::SpawnFailed(error) => {
+            Unproven::no_answer(message::spawn_failed_for(asked, &error))
+        }
+        DaemonStatus::TimedOut { timeout_ms } => {
+            Unproven::no_answer(message::timed_out_for(asked, timeout_ms))
+        }
         // attest is the command line's (and the native Python API's): their words.
         DaemonStatus::NoAnswer(how) => {
-            Unproven::no_answer(format!("`{asked}`: {}", no_answer(Vocabulary::Cli, &how)))
+            Unproven::no_answer(message::about(asked, &no_answer(Vocabulary::Cli, &how)))
         }
         DaemonStatus::Unrecognized(answer) => {
-            Unproven::unrecognized(format!("`{asked}`: {}", unrecognized(&answer)))
+            Unproven::unrecognized(message::about(asked, &unrecognized(&answer)))
         }
         DaemonStatus::NotTheProbe(mismatch) => {
-            Unproven::unrecognized(format!("`{asked}`: {}", probe_mismatch(&mismatch)))
+            Unproven::unrecognized(message::about(asked, &probe_mismatch(&mismatch)))
         }
     }
 }
@@ -81,9 +77,7 @@ pub(crate) fn clients(
     pipe_directory: &[u8],
 ) -> Result<Vec<i64>, Unproven> {
     let Some(pid) = Pid::new(server) else {
-        return Err(Unproven::unrecognized(format!(
-            "server PID {server} is not a PID"
-        )));
+        return Err(Unproven::unrecognized(message::not_a_pid(server)));
     };
     let asked = format!("get_client_list {pid}");
     check_client_query(record, pid, pipe_directory).map_err(Unproven::unrecognized)?;
@@ -91,15 +85,10 @@ pub(crate) fn clients(
         return Err(from_status(status, &asked));
     }
     let QueryOutcome::Exited { stdout, stderr, .. } = &record.outcome else {
-        return Err(Unproven::no_answer(format!("`{asked}` did not exit")));
+        return Err(Unproven::no_answer(message::did_not_exit(&asked)));
     };
-    client_answer(stdout, stderr, pid).map_err(|why| {
-        Unproven::unrecognized(format!(
-            "`{asked}`: {why}: {}, {}",
-            describe_text("stdout", stdout),
-            describe_text("stderr", stderr)
-        ))
-    })
+    client_answer(stdout, stderr, pid)
+        .map_err(|why| Unproven::unrecognized(message::unknown_answer(&asked, why, stdout, stderr)))
 }
 
 /// The record is the client query this crate builds for `server`, on `pipe_directory`.
@@ -113,22 +102,13 @@ fn check_client_query(
         || !record.args.is_empty()
         || record.stdin != expected
     {
-        return Err(format!(
-            "the client query ran {} with arguments {:?} and stdin {}, not {DAEMON_QUERY_PROGRAM} with stdin {}",
-            repr(&record.program),
-            record.args,
-            repr(&record.stdin),
-            repr(&expected)
-        ));
+        return Err(message::other_client_query(record, &expected));
     }
     match record.env.get("CUDA_MPS_PIPE_DIRECTORY") {
         Some(dir) if dir.as_bytes() == pipe_directory => {
             daemon::check_retries(record).map_err(|again| retried(&again))
         }
-        _ => Err(format!(
-            "the client query of server {server} did not name the pipe directory {}",
-            repr(&String::from_utf8_lossy(pipe_directory))
-        )),
+        _ => Err(message::other_pipe_directory(server, pipe_directory)),
     }
 }
 
@@ -139,19 +119,19 @@ fn client_answer(
     server: Pid,
 ) -> Result<Vec<i64>, &'static str> {
     if stdout.truncated || stderr.truncated {
-        return Err("the output was cut short");
+        return Err(message::CUT_SHORT);
     }
     if stdout.non_utf8 || stderr.non_utf8 {
-        return Err("the output is not UTF-8");
+        return Err(message::NOT_UTF8);
     }
     if !stderr.text.is_empty() {
-        return Err("exit 0 with a message on stderr");
+        return Err(message::STDERR);
     }
     let Some((first, rest)) = stdout.text.split_once('\n') else {
-        return Err("expected the active-thread percentage line, then the client PIDs");
+        return Err(message::NOT_PERCENTAGE_FIRST);
     };
     if !is_percentage(first) {
-        return Err("expected the active-thread percentage line, then the client PIDs");
+        return Err(message::NOT_PERCENTAGE_FIRST);
     }
     parse_client_list(rest, server)
 }

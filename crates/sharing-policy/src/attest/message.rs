@@ -1,6 +1,8 @@
 //! What each code says: what was found, in words a launcher can act on, and what to do.
 
+use crate::message::daemon::describe_text;
 use crate::text::repr;
+use crate::{CapturedText, DAEMON_QUERY_PROGRAM, Pid, QueryRecord};
 
 use super::{
     AttestCode, AttestFacts, Attestation, LikelyCause, ProcessAttestation, Role, server_problem,
@@ -73,6 +75,122 @@ impl Attestation {
         }
         errors
     }
+}
+
+// Why an answer proves nothing about a process, as attest's readings (`answers.rs`, `seen.rs`,
+// `settings.rs` and the namespace split in `mod.rs`) find it.
+
+/// `asked` (a command line) was judged twice: a reading that cannot happen.
+pub(super) fn judged_twice(asked: &str) -> String {
+    format!("`{asked}` was judged twice")
+}
+
+/// `asked` was never sent.
+pub(super) fn not_asked(asked: &str) -> String {
+    format!("`{asked}` was not asked")
+}
+
+/// The control front end could not be started to ask `asked`.
+pub(super) fn spawn_failed_for(asked: &str, error: &str) -> String {
+    format!("{DAEMON_QUERY_PROGRAM} could not be started for `{asked}`: {error}")
+}
+
+/// `asked` was not answered within its deadline.
+pub(super) fn timed_out_for(asked: &str, timeout_ms: u64) -> String {
+    format!("`{asked}` got no answer within its {timeout_ms} ms deadline (a frozen or busy daemon)")
+}
+
+/// What went wrong with `asked`, worded by the message floor.
+pub(super) fn about(asked: &str, detail: &str) -> String {
+    format!("`{asked}`: {detail}")
+}
+
+/// A server PID that is not a PID.
+pub(super) fn not_a_pid(server: i64) -> String {
+    format!("server PID {server} is not a PID")
+}
+
+/// `asked`'s front end did not exit.
+pub(super) fn did_not_exit(asked: &str) -> String {
+    format!("`{asked}` did not exit")
+}
+
+/// An answer to `asked` in an unknown shape (`why`), with what it printed.
+pub(super) fn unknown_answer(
+    asked: &str,
+    why: &str,
+    stdout: &CapturedText,
+    stderr: &CapturedText,
+) -> String {
+    format!(
+        "`{asked}`: {why}: {}, {}",
+        describe_text("stdout", stdout),
+        describe_text("stderr", stderr)
+    )
+}
+
+/// A recorded client query that is not the one this crate builds.
+pub(super) fn other_client_query(record: &QueryRecord, expected: &str) -> String {
+    format!(
+        "the client query ran {} with arguments {:?} and stdin {}, not {DAEMON_QUERY_PROGRAM} with stdin {}",
+        repr(&record.program),
+        record.args,
+        repr(&record.stdin),
+        repr(expected)
+    )
+}
+
+/// A client query of `server` that did not name the validated pipe directory.
+pub(super) fn other_pipe_directory(server: Pid, pipe_directory: &[u8]) -> String {
+    format!(
+        "the client query of server {server} did not name the pipe directory {}",
+        repr(&String::from_utf8_lossy(pipe_directory))
+    )
+}
+
+/// The output of a client query was cut short.
+pub(super) const CUT_SHORT: &str = "the output was cut short";
+/// The output of a client query is not UTF-8.
+pub(super) const NOT_UTF8: &str = "the output is not UTF-8";
+/// A client query exited 0 with a message on stderr.
+pub(super) const STDERR: &str = "exit 0 with a message on stderr";
+/// A client query's answer did not start with the liveness line.
+pub(super) const NOT_PERCENTAGE_FIRST: &str =
+    "expected the active-thread percentage line, then the client PIDs";
+
+/// The clients of a listed server were not asked.
+pub(super) fn clients_not_asked(server: i64) -> String {
+    format!("the clients of server {server} were not asked")
+}
+
+/// `pid` is listed by no server while a listing holds `0`: a client the daemon cannot see.
+pub(super) fn unseen_client(pid: i64) -> String {
+    format!(
+        "PID {pid} is not listed, and the daemon lists a client as PID 0: a client in a PID namespace the daemon cannot see"
+    )
+}
+
+/// `pid` is listed as a client of several servers.
+pub(super) fn listed_by_several(pid: i64, servers: &[i64]) -> String {
+    format!(
+        "PID {pid} is listed as a client of {} servers ({servers:?})",
+        servers.len()
+    )
+}
+
+/// `pid`, given from the daemon's namespace, does not run in this one, and `split` says why.
+pub(super) fn not_running_here(pid: i64, split: &str) -> String {
+    format!("PID {pid} is not running in this PID namespace, and {split}")
+}
+
+/// `pid` is listed by no server, and `split` says why that proves nothing.
+pub(super) fn not_listed_split(pid: i64, split: &str) -> String {
+    format!("PID {pid} is not listed, and {split}")
+}
+
+/// A setting's query `asked` answered `lines`, which are not its value.
+pub(super) fn answered(asked: &str, lines: &impl std::fmt::Debug) -> String {
+    format!("{asked} answered {lines:?}")
 }
 
 /// Everything a message may name.

@@ -82,15 +82,12 @@ pub fn attest_worded(facts: &AttestFacts, words: AttestWords) -> Attestation {
         // A PID given from the daemon's namespace need not exist in this one.
         Ok(pid) if client.exists == Some(false) && split.is_some() => Seen::Unknown(Unproven {
             code: AttestCode::PidNamespaceDiffers,
-            detail: format!(
-                "PID {pid} is not running in this PID namespace, and {}",
-                split.as_deref().unwrap_or_default()
-            ),
+            detail: message::not_running_here(pid, split.as_deref().unwrap_or_default()),
         }),
         Ok(pid) => match (seen(pid, &servers, &listings), &split) {
             (Seen::NotListed, Some(detail)) => Seen::Unknown(Unproven {
                 code: AttestCode::PidNamespaceDiffers,
-                detail: format!("PID {pid} is not listed, and {detail}"),
+                detail: message::not_listed_split(pid, detail),
             }),
             (seen, _) => seen,
         },

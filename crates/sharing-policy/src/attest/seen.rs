@@ -2,7 +2,7 @@
 //! or unknown (an answer that proves nothing, a PID-namespace split).
 
 use super::answers::{self, Unproven};
-use super::{AttestCode, AttestFacts};
+use super::{AttestCode, AttestFacts, message};
 
 /// Where one process was found in the daemon's answers.
 pub(super) enum Seen {
@@ -20,7 +20,7 @@ pub(super) fn listing(facts: &AttestFacts, server: i64, dir: &[u8]) -> Result<Ve
         Some(s) => answers::clients(&s.client_query, server, dir),
         None => Err(Unproven {
             code: AttestCode::DaemonDidNotAnswer,
-            detail: format!("the clients of server {server} were not asked"),
+            detail: message::clients_not_asked(server),
         }),
     }
 }
@@ -54,19 +54,14 @@ pub(super) fn seen(
             {
                 Seen::Unknown(Unproven {
                     code: AttestCode::PidNamespaceDiffers,
-                    detail: format!(
-                        "PID {pid} is not listed, and the daemon lists a client as PID 0: a client in a PID namespace the daemon cannot see"
-                    ),
+                    detail: message::unseen_client(pid),
                 })
             }
             None => Seen::NotListed,
         },
         many => Seen::Unknown(Unproven {
             code: AttestCode::AnswerUnrecognized,
-            detail: format!(
-                "PID {pid} is listed as a client of {} servers ({many:?})",
-                many.len()
-            ),
+            detail: message::listed_by_several(pid, many),
         }),
     }
 }

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::AttestFacts;
+use super::message::answered;
 use crate::message::session::{answer_unread, session_unreadable};
 use crate::session::{self, ServerState};
 use crate::{MemSize, Percentage};
@@ -87,7 +88,7 @@ pub(super) fn read(facts: &AttestFacts, server: i64) -> Option<ServerSettings> {
             .iter()
             .find(|(asked, _)| *asked == command)
             .map(|(_, lines)| lines.as_slice())
-            .ok_or_else(|| format!("`{}` was not asked", command.line()))
+            .ok_or_else(|| super::message::not_asked(&command.line()))
     };
     match answer(ReadOnlyCommand::GetServerStatus(pid))
         .and_then(|lines| session::server_state(pid, lines).map_err(|why| answer_unread(&why)))
@@ -97,9 +98,10 @@ pub(super) fn read(facts: &AttestFacts, server: i64) -> Option<ServerSettings> {
     }
     match answer(ReadOnlyCommand::GetActiveThreadPercentage(pid)).and_then(|lines| match lines {
         [line] => Percentage::parse_daemon(line)
-            .ok_or_else(|| format!("get_active_thread_percentage {pid} answered {line:?}")),
-        other => Err(format!(
-            "get_active_thread_percentage {pid} answered {other:?}"
+            .ok_or_else(|| answered(&format!("get_active_thread_percentage {pid}"), line)),
+        other => Err(answered(
+            &format!("get_active_thread_percentage {pid}"),
+            &other,
         )),
     }) {
         Ok(percentage) => settings.active_thread_percentage = Some(percentage),
@@ -110,9 +112,10 @@ pub(super) fn read(facts: &AttestFacts, server: i64) -> Option<ServerSettings> {
             [] => Ok(None),
             [line] => MemSize::parse_daemon(line)
                 .map(|_| Some((*line).to_owned()))
-                .ok_or_else(|| format!("get_device_pinned_mem_limit {pid} 0 answered {line:?}")),
-            other => Err(format!(
-                "get_device_pinned_mem_limit {pid} 0 answered {other:?}"
+                .ok_or_else(|| answered(&format!("get_device_pinned_mem_limit {pid} 0"), line)),
+            other => Err(answered(
+                &format!("get_device_pinned_mem_limit {pid} 0"),
+                &other,
             )),
         }
     }) {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use mps_host::{LOCK_FILE_NAME, observe_daemon_lock};
-use sharing_policy::{LockTestFacts, OsText, lock_holder_pid};
+use sharing_policy::{Code, LockTestFacts, OsText, Request, lock_holder_pid, validate};
 
 /// A program that takes a write lock on `argv[1]` from byte 0 for `argv[2]` bytes (0: to the
 /// end), a POSIX one or, with `argv[3]` `ofd`, an open file description's, prints `locked` and
@@ -148,4 +148,90 @@ fn an_open_file_description_lock_proves_nothing() {
     let lines = facts.locks.as_ref().unwrap();
     assert!(lines[0].contains("OFDLCK ADVISORY  WRITE -1 "), "{facts:?}");
     assert_eq!(lock_holder_pid(&facts), None);
+}
+
+/// Another user (`nobody`, through `setpriv`) holding the whole 0666 `control_lock` in a
+/// root-owned, world-writable pipe directory, beside a control front-end that answers live:
+/// `F_GETLK` names that process, and it is never taken as the daemon, so the daemon's identity
+/// is unverified (a rejection under `--require-verified`), never proven.
+#[test]
+fn another_users_lock_in_a_shared_directory_proves_no_daemon() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED another_users_lock_in_a_shared_directory_proves_no_daemon: needs root");
+        return;
+    }
+    let dir = crate::common::short_tempdir("lockn");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let holder = crate::common::compile_c(dir.path(), "holder", HOLDER);
+    let pipe = dir.path().join("pipe");
+    std::fs::create_dir(&pipe).unwrap();
+    std::fs::set_permissions(&pipe, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let lock = pipe.join(LOCK_FILE_NAME);
+    std::fs::write(&lock, "").unwrap();
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    #[allow(clippy::disallowed_methods, reason = "test harness: the hostile user")]
+    let mut child = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&holder)
+        .arg(&lock)
+        .arg("0")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // The holder is killed, then the directory removed, when the test ends.
+    let holder = Holder { child, pipe: dir };
+    let dir = holder.pipe.path();
+    assert_eq!(line, "locked\n");
+
+    std::fs::create_dir(dir.join("bin")).unwrap();
+    crate::common::shared_fake_daemon(dir, &[]);
+    let _control = std::os::unix::net::UnixListener::bind(pipe.join("control")).unwrap();
+    crate::common::fake_program(
+        &dir.join("bin"),
+        "nvidia-smi",
+        "echo 'Default, 550.163.01, Enabled, None, No, No, No, 0, GPU-8932f937-d72c-4106-c12f-20bd9faed9f6, NVIDIA H100 80GB HBM3, 00000000:18:00.0'",
+    );
+    let env = sharing_policy::EnvFacts {
+        cuda_mps_pipe_directory: Some(pipe_of(&pipe)),
+        ..sharing_policy::EnvFacts::default()
+    };
+    let options = mps_host::ProbeOptions {
+        timeout: Duration::from_secs(5),
+        search_path: Some(dir.join("bin").into_os_string()),
+        ..mps_host::ProbeOptions::default()
+    };
+    let facts = crate::common::capture_on(env, &options);
+    let search = facts.daemon_process.as_ref().unwrap();
+    let tested = search.lock.as_ref().and_then(|l| l.test.as_ref()).unwrap();
+    assert_eq!(tested.pid, i64::from(holder.child.id()), "{search:?}");
+
+    let request = Request::new(Some("mps"), "cuda:0", Some("cuda:0"), "mjwarp");
+    let evidence = validate(&request, &facts).unwrap();
+    assert_eq!(evidence.daemon_pid, None, "{evidence:?}");
+    assert!(
+        evidence
+            .unverified
+            .contains(&Code::DaemonIdentityUnverified),
+        "{evidence:?}"
+    );
+    let strict = Request {
+        require_verified: true,
+        ..request
+    };
+    let rejection = validate(&strict, &facts).unwrap_err();
+    assert_eq!(
+        rejection.code(),
+        Code::DaemonIdentityUnverified,
+        "{rejection}"
+    );
+    assert!(
+        rejection.to_string().contains("runs as uid 65534"),
+        "{rejection}"
+    );
 }

@@ -60,9 +60,9 @@ pub fn observe_daemon_lock(proc_root: &Path, pipe_directory: &OsText) -> DaemonL
     let Some(file) = facts.file.clone() else {
         return facts;
     };
-    // The test's PID is in this process's namespace: it is asked only where `/proc` is this
-    // process's own, so that the holder it names is the one read there.
-    if proc_root == Path::new("/proc") && file.kind == "file" {
+    // The test's PID is in this process's namespace: it is asked only where the `/proc` read
+    // is this namespace's, so that the holder it names is the one read there.
+    if crate::procfs::is_own_proc(proc_root) && file.kind == "file" {
         match test_lock(&path, &file) {
             Ok(test) => facts.test = Some(test),
             Err(error) => facts.test_error = Some(error),

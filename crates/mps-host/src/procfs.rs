@@ -159,6 +159,17 @@ pub fn observe_client(root: &Path, pid: i64) -> ClientFacts {
     client
 }
 
+/// Whether `root` is a `/proc` of this process's own PID namespace: its `self` link names
+/// this process's PID. A `/proc` mounted from another namespace (a new PID namespace that kept
+/// its parent's `/proc`, a host's `/proc` bound into a container) names other processes by the
+/// same numbers, so a PID from this process's namespace must not be read there.
+pub(crate) fn is_own_proc(root: &Path) -> bool {
+    std::fs::read_link(root.join("self"))
+        .ok()
+        .and_then(|target| target.to_str()?.parse::<u32>().ok())
+        == Some(std::process::id())
+}
+
 /// `readlink root/<entry>/ns/pid` (`pid:[4026531836]`), lossy UTF-8; `entry` is a PID or
 /// `self`. A link target longer than 256 bytes is not a namespace link: an error.
 pub(crate) fn read_pid_namespace(root: &Path, entry: &str) -> Result<String, String> {
@@ -337,6 +348,19 @@ fn read_comm<'b>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_proc_whose_self_is_this_process_is_its_own() {
+        assert!(is_own_proc(Path::new("/proc")));
+        let fake = tempfile::tempdir().unwrap();
+        assert!(!is_own_proc(fake.path()));
+        std::os::unix::fs::symlink("1", fake.path().join("self")).unwrap();
+        assert!(!is_own_proc(fake.path()));
+        std::fs::remove_file(fake.path().join("self")).unwrap();
+        std::os::unix::fs::symlink(std::process::id().to_string(), fake.path().join("self"))
+            .unwrap();
+        assert!(is_own_proc(fake.path()));
+    }
 
     #[test]
     fn nul_separated_strings_and_wanted_variables() {

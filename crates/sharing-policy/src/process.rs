@@ -154,8 +154,8 @@ pub struct DaemonLockFacts {
     pub locks_error: Option<String>,
     /// What `fcntl(F_GETLK)` on the lock file answered for a read lock of the whole file: the
     /// write lock that would block it, if any, with its holder's PID in the observer's own PID
-    /// namespace. Asked only where `/proc` is the observer's own; `None` when not asked (and in
-    /// snapshots recorded before it was).
+    /// namespace. Asked only where the `/proc` read is that namespace's (its `self` link names
+    /// the observer); `None` when not asked (and in snapshots recorded before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<LockTestFacts>,
     /// Why the lock file could not be opened or tested.

@@ -25,6 +25,7 @@ mod gpu_health;
 mod health;
 mod help;
 mod hostile_names;
+mod lock_namespace;
 mod manifest;
 mod merge;
 mod nproc;

@@ -102,16 +102,15 @@ pub(super) fn check(
         // The lists do not say which GPU a client uses: the sum is this GPU's count only
         // when the daemon serves this GPU alone; otherwise the clients may be on its others.
         match daemon_gpus(context) {
-            DaemonGpus::One => {
+            Some(1) => {
                 findings.push(|| message::clients::limit_reached(context, listed_count, over));
                 if findings.settled() {
                     return (None, Some(over));
                 }
             }
-            spread => {
+            gpus => {
                 limit = None;
-                let finding =
-                    message::clients::limit_unverified(context, listed_count, over, spread);
+                let finding = message::clients::limit_unverified(context, listed_count, over, gpus);
                 served.unverified(context.request, findings, finding);
             }
         }
@@ -123,31 +122,21 @@ pub(super) fn check(
     (live, limit)
 }
 
-/// How many GPUs the control daemon serves, as far as the snapshot proves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum DaemonGpus {
-    /// The judged GPU alone: every listed client uses it.
-    One,
-    /// This many GPUs (the judged one among them).
-    Several(usize),
-    /// Not proven: the daemon or its scope is not known, on a host with several GPUs.
-    Unknown,
-}
-
-/// The GPUs the daemon serves: its mask's, or every GPU of the host when it has none.
-fn daemon_gpus(context: &Context<'_>) -> DaemonGpus {
+/// How many GPUs the control daemon serves (the judged one among them): its mask's, or every
+/// GPU of the host when it has none; `None` when the daemon or its scope is not known on a host
+/// with several GPUs.
+fn daemon_gpus(context: &Context<'_>) -> Option<usize> {
     let host_gpus = context.table.rows().len();
     if host_gpus == 1 {
-        return DaemonGpus::One;
+        return Some(1);
     }
     let DaemonProcess::Found(daemon) = &context.daemon else {
-        return DaemonGpus::Unknown;
+        return None;
     };
     match served::scope(daemon, context.table, context.gpu) {
-        Scope::Unscoped => DaemonGpus::Several(host_gpus),
-        Scope::Covers { gpus: 1, .. } => DaemonGpus::One,
-        Scope::Covers { gpus, .. } => DaemonGpus::Several(gpus),
-        Scope::Excludes { .. } | Scope::Unknown(_) => DaemonGpus::Unknown,
+        Scope::Unscoped => Some(host_gpus),
+        Scope::Covers { gpus, .. } => Some(gpus),
+        Scope::Excludes { .. } | Scope::Unknown(_) => None,
     }
 }
 

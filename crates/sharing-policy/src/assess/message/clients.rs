@@ -4,7 +4,7 @@
 use super::CAPTURE_AGAIN;
 use super::unverified_finding;
 use crate::assess::Context;
-use crate::assess::clients::{COMING, DaemonGpus, Stale};
+use crate::assess::clients::{COMING, Stale};
 use crate::{Code, Finding, Pid};
 
 /// How to read the clients again.
@@ -89,19 +89,17 @@ pub(in crate::assess) fn limit_reached(context: &Context<'_>, listed: u32, limit
 }
 
 /// The unverified finding for listed clients over the per-device `limit` on a daemon that
-/// serves other GPUs too (or whose scope is not known): they may not be on this one.
+/// serves `gpus` GPUs (`None`: its scope is not known): they may not be on this one.
 pub(in crate::assess) fn limit_unverified(
     context: &Context<'_>,
     listed: u32,
     limit: u32,
-    spread: DaemonGpus,
+    gpus: Option<usize>,
 ) -> Finding {
-    let gpus = match spread {
-        DaemonGpus::Several(gpus) => format!("the {gpus} GPUs the control daemon serves"),
-        DaemonGpus::One | DaemonGpus::Unknown => {
-            "the GPUs the control daemon serves (its scope is not known)".to_owned()
-        }
-    };
+    let gpus = gpus.map_or_else(
+        || "the GPUs the control daemon serves (its scope is not known)".to_owned(),
+        |gpus| format!("the {gpus} GPUs the control daemon serves"),
+    );
     let why = format!(
         "the listed MPS servers serve {listed} client(s) across {gpus}, and get_client_list does not say which GPU each uses; {} on this GPU would be over the limit of {limit} clients per device",
         listed.saturating_add(COMING)
